@@ -1,0 +1,216 @@
+import { EventEmitter } from 'node:events';
+import { pino, type Logger } from 'pino';
+import { newId, runInContext } from './context.js';
+import type { Core } from './core.js';
+import { ClientClosedError, InvalidArgumentError } from './errors.js';
+import { mainKey } from './keys.js';
+import { RLock, type AcquireOptions } from './lock/lock.js';
+import { Channels } from './pubsub/channels.js';
+import { openConnection, type Connection } from './redis/connection.js';
+import { DEFAULT_RETRY, Executor, type RetryPolicy } from './redis/executor.js';
+import { UnlockLatches } from './redis/latches.js';
+import { Watchdog, type LockLostEvent } from './watchdog/watchdog.js';
+
+/**
+ * A node-redis client (v5 or v6): `createClient()` (connected), `createCluster()` or `createSentinel()`.
+ * Typed loosely so that clients of both major versions are accepted; it is checked when the lock client is
+ * created.
+ */
+export type NodeRedisClient = object;
+
+/** Options of `createLockClient`. Every time is in milliseconds. */
+export interface LockClientOptions {
+  /**
+   * Your connected node-redis client (standalone, cluster or sentinel). relock sends its commands through
+   * it and opens one extra subscriber connection (`duplicate()`) for waiting; `shutdown()` leaves your
+   * client open. Give this or `url`.
+   */
+  redis?: NodeRedisClient;
+  /**
+   * A Redis URL (`redis://user:pass@host:6379/0`, `rediss://…`): relock creates its own connections (with
+   * the offline queue disabled, so no lock command runs late after a reconnect) and closes them in
+   * `shutdown()`. Give this or `redis`.
+   */
+  url?: string;
+  /**
+   * Lease of a lock taken without an explicit lease, in ms; the watchdog renews it every third of this
+   * while the holder runs, and a dead holder's lock frees itself within it. Default 30000 (Redisson's
+   * `lockWatchdogTimeout`).
+   */
+  lockWatchdogTimeout?: number;
+  /**
+   * Prepended to every key and channel relock uses (for example `'myapp:'`). Default: the `keyPrefix`
+   * of the node-redis client given as `redis` (relock sends raw commands, which node-redis does not
+   * prefix), else `''`. It may contain a hash tag (`'{app}:'`) to put every object in one cluster slot.
+   */
+  keyPrefix?: string;
+  /** A pino (or pino-compatible) logger; relock logs through `logger.child({ component: 'relock' })`. Default: silent. */
+  logger?: Logger;
+  /** Backoff for transient Redis errors (p-retry options). Default `{ retries: 4, minTimeout: 50, maxTimeout: 1000, factor: 2, randomize: true }`. */
+  retry?: Partial<RetryPolicy>;
+  /** How long a waiter waits for its channel subscription before polling instead, in ms. Default 7500 (Redisson's `subscriptionTimeout`). */
+  subscriptionTimeout?: number;
+  /** How long to wait for one reply before treating the call as failed and retrying, in ms. Default 3000 (Redisson's `timeout`). */
+  responseTimeout?: number;
+  /** Most holds renewed by one watchdog script call. Default 100 (Redisson's `lockWatchdogBatchSize`). */
+  watchdogBatchSize?: number;
+}
+
+/** Events of a `LockClient`. */
+export interface LockClientEvents {
+  /**
+   * A lock held without a lease was lost: a renewal found it gone (expired while this process was paused,
+   * deleted, Redis restarted without it) or renewals failed until its lease ended. The holder's handle
+   * signal aborts too.
+   */
+  lockLost: [event: LockLostEvent];
+}
+
+/**
+ * The entry point: makes lock objects that share this client's connections, watchdog and subscriptions.
+ * Create one per process (per Redis deployment) with `createLockClient()` and `shutdown()` it on exit.
+ */
+export class LockClient extends EventEmitter<LockClientEvents> {
+  /** Random id of this client: the first half of every owner id `clientId:contextId`. */
+  readonly id: string = newId();
+  private readonly core: Core;
+  private closed = false;
+  private shutdownPromise: Promise<void> | undefined;
+
+  /** @internal Use `createLockClient()`. */
+  constructor(options: LockClientOptions) {
+    super();
+    const o = resolveOptions(options);
+    const log = (options.logger ?? pino({ level: 'silent' })).child({ component: 'relock', clientId: this.id });
+    const connection: Connection = openConnection({
+      redis: options.redis,
+      url: options.url,
+      onError: (error, source) => log.debug({ err: error, source }, 'Redis connection error'),
+    });
+    const keyPrefix = options.keyPrefix ?? connection.clientKeyPrefix ?? '';
+    mainKey(keyPrefix, 'x');
+    const executor = new Executor(connection, o.retry, o.responseTimeout, log);
+    const clustered = connection.topology === 'cluster';
+    const latchTtl = Math.ceil((o.responseTimeout + 2 * o.retry.maxTimeout) * (o.retry.retries + 1));
+    this.core = {
+      id: this.id,
+      keyPrefix,
+      connection,
+      executor,
+      channels: new Channels(connection, log),
+      watchdog: new Watchdog(executor, o.lockWatchdogTimeout, o.watchdogBatchSize, clustered, log, (event) => this.emit('lockLost', event)),
+      latches: new UnlockLatches(executor, keyPrefix, latchTtl, clustered, log),
+      subscriptionTimeout: o.subscriptionTimeout,
+      log,
+      checkOpen: () => {
+        if (this.closed) throw new ClientClosedError();
+      },
+    };
+  }
+
+  /**
+   * A reentrant lock object for `name` (Redisson's `getLock`); see `RLock` for its keys and ownership.
+   * Each call returns a new object. Throws `InvalidArgumentError` for an empty name or braces that do
+   * not form a hash tag.
+   */
+  getLock(name: string): RLock {
+    return new RLock(this.core, name);
+  }
+
+  /**
+   * Runs `fn` holding the lock `name`, in a new context, and releases the lock when `fn` settles. Nested
+   * `withLock` calls on the same name (in `fn` and everything it awaits) reenter; sibling tasks inside
+   * `fn` that each call `withLock` on another name get separate ownership. `fn` receives an `AbortSignal`
+   * that aborts when the lock is lost. Options as in `RLock.acquire` (milliseconds unless `unit` is
+   * given; waits until free by default). Returns what `fn` returns. Throws `LockAcquireTimeoutError`,
+   * the abort reason, `fn`'s error, or the release's error when `fn` succeeded.
+   */
+  withLock<T>(name: string, fn: (signal: AbortSignal) => T | Promise<T>, options?: AcquireOptions): Promise<T> {
+    return runInContext(async () => {
+      const handle = await this.getLock(name).acquire(options);
+      let result: T;
+      try {
+        result = await fn(handle.signal);
+      } catch (error) {
+        await handle.release().catch((releaseError: unknown) => this.core.log.warn({ lock: name, err: releaseError }, 'release after a failed task failed'));
+        throw error;
+      }
+      await handle.release();
+      return result;
+    });
+  }
+
+  /** Runs `fn` in a new lock context (see `runInContext`). Returns what `fn` returns. */
+  runInContext<T>(fn: () => T): T {
+    return runInContext(fn);
+  }
+
+  /** Numbers for tests and diagnostics: holds the watchdog renews, channels subscribed, renewal script calls. */
+  stats(): { watchdogHolds: number; subscriptions: number; renewalCalls: number } {
+    return { watchdogHolds: this.core.watchdog.size, subscriptions: this.core.channels.size, renewalCalls: this.core.watchdog.calls };
+  }
+
+  /**
+   * Stops the watchdog (held locks then expire within their lease), wakes every waiter (they reject with
+   * `ClientClosedError`), unsubscribes, deletes pending unlock latches, and closes the connections relock
+   * created; a client passed as `redis` stays open. Idempotent.
+   */
+  shutdown(): Promise<void> {
+    this.shutdownPromise ??= (async () => {
+      this.closed = true;
+      const { watchdog, channels, latches, connection, executor } = this.core;
+      watchdog.stop();
+      await channels.close();
+      await latches.flush();
+      await connection.close();
+      executor.close();
+    })();
+    return this.shutdownPromise;
+  }
+}
+
+/**
+ * Creates a `LockClient` (the Redisson client of relock): `createLockClient({ redis: client })` with your
+ * connected node-redis client, or `createLockClient({ url })`. Throws `InvalidArgumentError` naming a bad
+ * option, or a client that lacks the node-redis methods relock needs.
+ */
+export function createLockClient(options: LockClientOptions): LockClient {
+  return new LockClient(options);
+}
+
+interface ResolvedOptions {
+  lockWatchdogTimeout: number;
+  subscriptionTimeout: number;
+  responseTimeout: number;
+  watchdogBatchSize: number;
+  retry: RetryPolicy;
+}
+
+function resolveOptions(options: LockClientOptions): ResolvedOptions {
+  if (options === null || typeof options !== 'object') throw new InvalidArgumentError('options', 'expected an object such as { url: "redis://localhost:6379" }');
+  if (options.redis !== undefined && options.url !== undefined) throw new InvalidArgumentError('options', 'give either `redis` or `url`, not both');
+  if (options.keyPrefix !== undefined && typeof options.keyPrefix !== 'string') throw new InvalidArgumentError('keyPrefix', 'must be a string');
+  const retry = { ...DEFAULT_RETRY, ...options.retry };
+  for (const [name, value] of Object.entries(retry)) {
+    if (name === 'randomize') {
+      if (typeof value !== 'boolean') throw new InvalidArgumentError('retry.randomize', 'must be a boolean');
+    } else if (typeof value !== 'number' || !(value >= 0) || !Number.isFinite(value)) {
+      throw new InvalidArgumentError(`retry.${name}`, `must be a finite number >= 0; got ${String(value)}`);
+    }
+  }
+  return {
+    lockWatchdogTimeout: positive('lockWatchdogTimeout', options.lockWatchdogTimeout, 30_000),
+    subscriptionTimeout: positive('subscriptionTimeout', options.subscriptionTimeout, 7_500),
+    responseTimeout: positive('responseTimeout', options.responseTimeout, 3_000),
+    watchdogBatchSize: Math.floor(positive('watchdogBatchSize', options.watchdogBatchSize, 100)),
+    retry,
+  };
+}
+
+function positive(name: string, value: number | undefined, fallback: number): number {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'number' || !(value > 0) || !Number.isFinite(value)) {
+    throw new InvalidArgumentError(name, `must be a positive number of milliseconds; got ${String(value)}`);
+  }
+  return value;
+}

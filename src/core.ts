@@ -1,0 +1,32 @@
+import type { Logger } from 'pino';
+import { ClientClosedError } from './errors.js';
+import type { Channels } from './pubsub/channels.js';
+import type { Connection } from './redis/connection.js';
+import type { Executor } from './redis/executor.js';
+import type { UnlockLatches } from './redis/latches.js';
+import type { Watchdog } from './watchdog/watchdog.js';
+
+/**
+ * What every synchronizer object shares with the `LockClient` that made it. Internal: not exported from
+ * the package root.
+ */
+export interface Core {
+  /** Random id of the client, the first half of every owner id (`clientId:contextId`). */
+  readonly id: string;
+  readonly keyPrefix: string;
+  readonly connection: Connection;
+  readonly executor: Executor;
+  readonly channels: Channels;
+  readonly watchdog: Watchdog;
+  readonly latches: UnlockLatches;
+  /** Milliseconds to wait for a subscription before falling back to polling. */
+  readonly subscriptionTimeout: number;
+  readonly log: Logger;
+  /** Throws `ClientClosedError` after `shutdown()`. */
+  checkOpen(): void;
+}
+
+/** Throws `ClientClosedError` when `closed` is true. */
+export function assertOpen(closed: boolean): void {
+  if (closed) throw new ClientClosedError();
+}

@@ -1,0 +1,64 @@
+import { InvalidArgumentError } from './errors.js';
+
+/**
+ * Key and channel names. Every key and channel of one object carries the same Redis Cluster hash tag,
+ * so each script touches one slot and its channel can be published (SPUBLISH) from inside the script.
+ *
+ * The object's main key is `keyPrefix + name` (a lock's hash, a semaphore's counter). Its other keys
+ * and channels are `keyPrefix + 'relock:' + kind + ':' + tagged`, where `tagged` is the main key when it
+ * already has a hash tag, and `{` main key `}` when it has no braces at all. A name with braces that do
+ * not form a hash tag (such as `a{}b` or `a}b`) is refused: no name built from it could share its slot.
+ */
+
+/** The hash tag Redis Cluster hashes for `key`, or `undefined` when the whole key is hashed. */
+export function hashTag(key: string): string | undefined {
+  const open = key.indexOf('{');
+  if (open < 0) return undefined;
+  const close = key.indexOf('}', open + 1);
+  if (close <= open + 1) return undefined;
+  return key.slice(open + 1, close);
+}
+
+/** The main key with a hash tag that covers the whole of it, for use inside other names. */
+export function tagged(key: string): string {
+  if (hashTag(key) !== undefined) return key;
+  if (!key.includes('{') && !key.includes('}')) return `{${key}}`;
+  throw new InvalidArgumentError(
+    'name',
+    `"${key}" contains "{" or "}" that do not form a Redis Cluster hash tag; use a tag with at least one character between the braces (such as "orders:{42}") or no braces at all`,
+  );
+}
+
+/** Validates an object name (non-empty string) and returns `keyPrefix + name`. */
+export function mainKey(keyPrefix: string, name: unknown): string {
+  if (typeof name !== 'string' || name.length === 0) {
+    throw new InvalidArgumentError('name', `must be a non-empty string; got ${name === '' ? 'an empty string' : typeof name}`);
+  }
+  const key = keyPrefix + name;
+  tagged(key);
+  return key;
+}
+
+/** The name of an auxiliary key or channel of the object whose main key is `key`. */
+export function auxName(keyPrefix: string, kind: string, key: string, suffix?: string): string {
+  const base = `${keyPrefix}relock:${kind}:${tagged(key)}`;
+  return suffix === undefined ? base : `${base}:${suffix}`;
+}
+
+const CRC16_TABLE = (() => {
+  const table = new Uint16Array(256);
+  for (let i = 0; i < 256; i++) {
+    let crc = i << 8;
+    for (let bit = 0; bit < 8; bit++) crc = crc & 0x8000 ? ((crc << 1) ^ 0x1021) & 0xffff : (crc << 1) & 0xffff;
+    table[i] = crc;
+  }
+  return table;
+})();
+
+/** The Redis Cluster slot of `key` (CRC16/XMODEM of its hash tag or of the whole key, mod 16384). */
+export function keySlot(key: string): number {
+  const bytes = Buffer.from(hashTag(key) ?? key);
+  let crc = 0;
+  for (const byte of bytes) crc = ((crc << 8) & 0xffff) ^ CRC16_TABLE[((crc >> 8) ^ byte) & 0xff]!;
+  return crc % 16384;
+}

@@ -1,0 +1,322 @@
+import { detachedContext, outsideContexts, owningContext, recordHold, type LockContext } from '../context.js';
+import type { Core } from '../core.js';
+import { IllegalMonitorStateError, InvalidArgumentError, LockAcquireTimeoutError, LockLostError } from '../errors.js';
+import { auxName, mainKey } from '../keys.js';
+import { waitFor, type Attempt } from '../pubsub/wait.js';
+import { leaseMillis, monotonic, waitMillis, type TimeUnit } from '../time.js';
+import type { RenewalKind } from '../watchdog/watchdog.js';
+import { LockHandle } from './handle.js';
+import { ACQUIRE, FORCE_UNLOCK, RENEW, UNLOCK } from './scripts.js';
+
+/** Options of `acquire()` and `LockClient.withLock()`. Times are in `unit`, milliseconds by default. */
+export interface AcquireOptions {
+  /** How long to wait for the lock: 0 for one attempt; omitted or Infinity to wait until it is free. */
+  waitTime?: number;
+  /** Lease: the lock expires this long after the acquisition. Omitted: the watchdog renews it while held. */
+  leaseTime?: number;
+  /** Unit of `waitTime` and `leaseTime`. Default `'milliseconds'`. */
+  unit?: TimeUnit;
+  /** Aborts the wait; the promise then rejects with `signal.reason`. */
+  signal?: AbortSignal;
+}
+
+/**
+ * Guards retries of an acquisition against a lost reply: `before` is the owner's hold count before it;
+ * once an attempt failed ambiguously, later attempts ask the script not to add a second hold.
+ */
+export interface AcquireGuard {
+  readonly before: number;
+  armed: boolean;
+}
+
+/** What an acquisition attempt got: the send time of the granting attempt (its lease counts from there). */
+export interface Grant {
+  readonly sentAt: number;
+  readonly token?: bigint | undefined;
+}
+
+/** The renewal kind of every hash-based exclusive lock (RLock, fenced, spin). */
+export const LOCK_RENEWAL: RenewalKind = { script: RENEW, keysPerHold: 1, argsPerHold: 1 };
+
+/** One message on a lock's channel wakes one local waiter. */
+const WAKE_ONE = (): number => 1;
+
+/**
+ * A reentrant distributed lock with Redisson's `RLock` semantics.
+ *
+ * Redis keys: a hash at `keyPrefix + name` (field = owner id `clientId:contextId`, value = hold count),
+ * transient unlock latches `relock:unlock:{name}:<requestId>`; channel `relock:channel:{name}` (an
+ * unlock publishes `0` there; on Redis Cluster with sharded pub/sub). All share the name's hash tag.
+ *
+ * Ownership: inside a context (`runInContext`, `withLock`) the owner is the context that holds the
+ * lock or, for a new acquisition, the innermost context; outside any context this object is the owner.
+ * Create lock objects with `LockClient.getLock(name)`; each call returns a new object.
+ */
+export class RLock {
+  /** The Redis key of the lock hash. */
+  readonly key: string;
+  /** The channel unlocks are published on. */
+  readonly channel: string;
+  /** The owner used outside any context. */
+  private readonly own: LockContext = detachedContext();
+  private readonly holdKey: string;
+
+  /** @internal Use `LockClient.getLock(name)`. */
+  constructor(
+    protected readonly core: Core,
+    /** The name given to `getLock()`. */
+    readonly name: string,
+  ) {
+    this.key = mainKey(core.keyPrefix, name);
+    this.channel = auxName(core.keyPrefix, 'channel', this.key);
+    this.holdKey = `${core.id} ${this.key}`;
+  }
+
+  /** The name given to `getLock()` (Redisson's `getName()`). */
+  getName(): string {
+    return this.name;
+  }
+
+  /**
+   * Acquires the lock, waiting as long as it takes (Redisson's `RLock.lock()` / `lock(leaseTime, unit)`).
+   * Without `leaseTime` the lock lives `lockWatchdogTimeout` and the watchdog renews it until unlocked;
+   * with it, the lock expires `leaseTime` after the acquisition and is not renewed. Reentrant: the
+   * owner's hold count rises by one. Throws `InvalidArgumentError` (bad time or unit),
+   * `WrongTypeError` (the key holds another type), `RedisUnavailableError`, `ClientClosedError`.
+   */
+  async lock(leaseTime?: number, unit?: TimeUnit): Promise<void> {
+    const lease = leaseTime === undefined ? undefined : leaseMillis(leaseTime, requireUnit(unit));
+    await this.acquireAs(this.context(), Infinity, lease, undefined);
+  }
+
+  /**
+   * Tries to acquire the lock (Redisson's `RLock.tryLock`): `tryLock()` makes exactly one attempt;
+   * `tryLock(waitTime, unit)` waits up to `waitTime` with the watchdog; `tryLock(waitTime, leaseTime,
+   * unit)` waits up to `waitTime` and holds for `leaseTime` without the watchdog (`-1` = watchdog).
+   * A wait time of 0 makes exactly one attempt. Waiting is woken by the unlock message, with a timer on
+   * the holder's TTL as fallback. Resolves to true when acquired, false when the lock stayed busy.
+   * Throws `InvalidArgumentError`, `WrongTypeError`, `RedisUnavailableError` (Redis unreachable for
+   * the whole wait or the retry policy), `ClientClosedError`.
+   */
+  tryLock(): Promise<boolean>;
+  tryLock(waitTime: number, unit: TimeUnit): Promise<boolean>;
+  tryLock(waitTime: number, leaseTime: number, unit: TimeUnit): Promise<boolean>;
+  async tryLock(waitTime?: number, leaseOrUnit?: number | TimeUnit, unit?: TimeUnit): Promise<boolean> {
+    const [wait, lease] = parseTimes(waitTime, leaseOrUnit, unit);
+    return (await this.acquireAs(this.context(), wait, lease, undefined)) !== undefined;
+  }
+
+  /**
+   * Acquires the lock and returns a handle that releases it (`release()` or `await using`), with an
+   * `AbortSignal` that aborts when the lock is lost. Times are in `options.unit` (milliseconds by
+   * default); without `waitTime` it waits until the lock is free. Throws `LockAcquireTimeoutError`
+   * when the wait time runs out, `signal.reason` when aborted, and the errors of `tryLock`.
+   */
+  async acquire(options: AcquireOptions = {}): Promise<LockHandle> {
+    const wait = waitMillis(options.waitTime, options.unit);
+    const lease = leaseMillis(options.leaseTime, options.unit);
+    options.signal?.throwIfAborted();
+    const ctx = this.context();
+    const grant = await this.acquireAs(ctx, wait, lease, options.signal);
+    if (!grant) throw new LockAcquireTimeoutError(this.name, wait);
+    return this.handle(ctx, grant, lease);
+  }
+
+  /**
+   * Releases one hold of the caller (Redisson's `RLock.unlock()`): the hold count drops by one, and at
+   * zero the lock is deleted and waiters are woken. The watchdog stops renewing at once, before Redis
+   * answers. A retry after a lost reply replays the first answer (unlock latch). Throws
+   * `IllegalMonitorStateError` when the caller does not hold the lock (including after its lease
+   * expired: a new holder's lock is left alone), `RedisUnavailableError`, `ClientClosedError`.
+   */
+  unlock(): Promise<void> {
+    return this.unlockAs(this.context());
+  }
+
+  /**
+   * Deletes the lock whoever holds it and wakes waiters (Redisson's `forceUnlock`). Resolves to true when
+   * a lock was deleted. Holders are not told, except through their failed renewals.
+   */
+  async forceUnlock(): Promise<boolean> {
+    this.core.checkOpen();
+    this.core.watchdog.forget(this.key);
+    const deleted = await this.core.executor.run(
+      'forceUnlock',
+      () => FORCE_UNLOCK.run(this.core.connection, [this.key], [this.channel, this.core.connection.publishCommand]),
+      { idempotent: true },
+    );
+    return Number(deleted) === 1;
+  }
+
+  /** Whether anyone holds the lock (`EXISTS` on its key). */
+  async isLocked(): Promise<boolean> {
+    return Number(await this.read(['EXISTS', this.key])) === 1;
+  }
+
+  /** Whether the caller's owner (see the class description) holds the lock (`HEXISTS`). */
+  async isHeldByCurrentContext(): Promise<boolean> {
+    return Number(await this.read(['HEXISTS', this.key, this.ownerOf(owningContext(this.holdKey, this.own))])) === 1;
+  }
+
+  /** The caller's hold count (`HGET`), 0 when it does not hold the lock. */
+  async getHoldCount(): Promise<number> {
+    return Number((await this.read(['HGET', this.key, this.ownerOf(owningContext(this.holdKey, this.own))])) ?? 0);
+  }
+
+  /** Milliseconds until the lock expires (`PTTL`): -2 when it is not held, -1 when it has no expiry. */
+  async remainTimeToLive(): Promise<number> {
+    return Number(await this.read(['PTTL', this.key]));
+  }
+
+  /** The context that owns (or would own) this lock for the caller. */
+  protected context(): LockContext {
+    return owningContext(this.holdKey, this.own);
+  }
+
+  protected ownerOf(ctx: LockContext): string {
+    return `${this.core.id}:${ctx.id}`;
+  }
+
+  /** One acquisition attempt. Fenced locks override it to return a token. */
+  protected async attempt(owner: string, leaseMs: number, guard: AcquireGuard, deadline: number | undefined, signal: AbortSignal | undefined): Promise<Attempt<Grant>> {
+    this.core.checkOpen();
+    let sentAt = 0;
+    const reply = await this.core.executor.run(
+      'lock.acquire',
+      () => {
+        sentAt = monotonic();
+        return ACQUIRE.run(this.core.connection, [this.key], [String(leaseMs), owner, guard.armed ? String(guard.before) : '']);
+      },
+      {
+        idempotent: true,
+        deadline,
+        signal,
+        expects: { key: this.key, type: 'hash' },
+        onAmbiguous: () => (guard.armed = true),
+        onLateResults: (replies) => {
+          if (replies.some((r) => r === null)) void this.undo(owner);
+        },
+      },
+    );
+    return reply === null ? { acquired: true, value: { sentAt } } : { acquired: false, retryAfterMs: Number(reply) };
+  }
+
+  /** Waits for the lock with pub/sub; the spin lock overrides it with backoff polling. */
+  protected waitForLock(waitMs: number, signal: AbortSignal | undefined, attempt: (deadline: number | undefined) => Promise<Attempt<Grant>>): Promise<Grant | undefined> {
+    return waitFor({
+      channels: this.core.channels,
+      channel: this.channel,
+      rule: WAKE_ONE,
+      waitMs,
+      subscriptionTimeoutMs: this.core.subscriptionTimeout,
+      maxPollMs: this.core.watchdog.leaseMs,
+      signal,
+      attempt,
+    });
+  }
+
+  /** Acquires for `ctx`'s owner; registers the watchdog first and records the hold in `ctx`. */
+  protected async acquireAs(ctx: LockContext, waitMs: number, leaseMs: number | undefined, signal: AbortSignal | undefined): Promise<Grant | undefined> {
+    const { core } = this;
+    core.checkOpen();
+    const owner = this.ownerOf(ctx);
+    const started = monotonic();
+    const renewal = leaseMs === undefined ? core.watchdog.reserve(LOCK_RENEWAL, this.name, this.key, owner, [this.key], [owner]) : undefined;
+    const lease = leaseMs ?? core.watchdog.leaseMs;
+    const guard: AcquireGuard = { before: ctx.holds.get(this.holdKey)?.count ?? 0, armed: false };
+    let grant: Grant | undefined;
+    try {
+      grant = await this.waitForLock(waitMs, signal, (deadline) => this.attempt(owner, lease, guard, deadline, signal));
+    } finally {
+      if (renewal && !grant) core.watchdog.abandon(renewal);
+    }
+    if (!grant) return undefined;
+    if (renewal) core.watchdog.confirm(renewal, grant.sentAt);
+    const hold = recordHold(ctx, this.holdKey, 1, monotonic());
+    core.log.debug({ lock: this.name, owner, holds: hold?.count, waitMs: Math.round(monotonic() - started), leaseMs: leaseMs ?? 'watchdog' }, 'lock acquired');
+    return grant;
+  }
+
+  /** Releases one hold of `ctx`'s owner. */
+  protected async unlockAs(ctx: LockContext): Promise<void> {
+    const { core } = this;
+    const owner = this.ownerOf(ctx);
+    core.watchdog.release(this.key, owner);
+    core.checkOpen();
+    const latch = core.latches.create(this.key);
+    let reply: unknown;
+    try {
+      reply = await core.executor.run(
+        'lock.unlock',
+        () => UNLOCK.run(core.connection, [this.key, latch], [owner, this.channel, core.connection.publishCommand, String(core.latches.ttlMs)]),
+        { idempotent: true, expects: { key: this.key, type: 'hash' } },
+      );
+    } finally {
+      core.latches.release(latch);
+    }
+    if (reply === null) {
+      recordHold(ctx, this.holdKey, 0, 0);
+      throw new IllegalMonitorStateError(this.name, owner);
+    }
+    const hold = recordHold(ctx, this.holdKey, -1, 0);
+    if (Number(reply) === 1) {
+      core.log.debug({ lock: this.name, owner, holdMs: hold ? Math.round(monotonic() - hold.since) : undefined }, 'lock released');
+    }
+  }
+
+  /** Undoes an acquisition that went through after its caller gave up. */
+  private async undo(owner: string): Promise<void> {
+    const latch = this.core.latches.create(this.key);
+    try {
+      await this.core.executor.run(
+        'lock.unlock',
+        () => UNLOCK.run(this.core.connection, [this.key, latch], [owner, this.channel, this.core.connection.publishCommand, String(this.core.latches.ttlMs)]),
+        { idempotent: true },
+      );
+    } catch (error) {
+      this.core.log.warn({ lock: this.name, owner, err: error }, 'could not undo a late acquisition; it expires with its lease');
+    } finally {
+      this.core.latches.release(latch);
+    }
+  }
+
+  /** Builds the handle of an acquisition by `ctx`. */
+  protected handle(ctx: LockContext, grant: Grant, leaseMs: number | undefined): LockHandle {
+    const owner = this.ownerOf(ctx);
+    const controller = new AbortController();
+    let timer: NodeJS.Timeout | undefined;
+    const renewal = leaseMs === undefined ? this.core.watchdog.get(this.key, owner) : undefined;
+    renewal?.controllers.add(controller);
+    if (leaseMs !== undefined) {
+      timer = outsideContexts(() =>
+        setTimeout(() => controller.abort(new LockLostError(this.name, 'lease-ended')), Math.max(0, grant.sentAt + leaseMs - monotonic())),
+      );
+      timer.unref();
+    }
+    return new LockHandle(this.name, owner, controller.signal, leaseMs, grant.token, async () => {
+      if (timer) clearTimeout(timer);
+      renewal?.controllers.delete(controller);
+      await this.unlockAs(ctx);
+    });
+  }
+
+  private read(args: string[]): Promise<unknown> {
+    this.core.checkOpen();
+    return this.core.executor.run(args[0]!, () => this.core.connection.send(this.key, args), { idempotent: true, expects: { key: this.key, type: 'hash' } });
+  }
+}
+
+function requireUnit(unit: TimeUnit | undefined): TimeUnit {
+  if (unit === undefined) throw new InvalidArgumentError('unit', 'a time unit is required with a time, e.g. tryLock(1, 5, "seconds")');
+  return unit;
+}
+
+/** `tryLock` arguments → [wait ms, lease ms or undefined for the watchdog]. */
+function parseTimes(waitTime: number | undefined, leaseOrUnit: number | TimeUnit | undefined, unit: TimeUnit | undefined): [number, number | undefined] {
+  if (waitTime === undefined) return [0, undefined];
+  if (typeof leaseOrUnit === 'string' || leaseOrUnit === undefined) {
+    return [waitMillis(waitTime, requireUnit(leaseOrUnit as TimeUnit | undefined)), undefined];
+  }
+  const u = requireUnit(unit);
+  return [waitMillis(waitTime, u), leaseMillis(leaseOrUnit, u)];
+}

@@ -1,0 +1,80 @@
+import { Script } from '../redis/script.js';
+
+/**
+ * RLock scripts (Redisson's `RedissonLock` scripts). The lock is a hash at the lock key: field = owner
+ * id (`clientId:contextId`), value = hold count.
+ */
+
+/**
+ * Acquire. KEYS[1] = lock. ARGV[1] = lease (ms), ARGV[2] = owner, ARGV[3] = guard: empty, or the hold
+ * count the owner had before an attempt whose reply was lost; when the owner's count is already one more,
+ * that attempt went through and this one only refreshes the TTL (so a retry never adds a second hold).
+ * Returns nil when acquired (the TTL reset to the lease), else the holder's PTTL in ms (-1: no TTL).
+ */
+export const ACQUIRE = new Script(
+  'lock.acquire',
+  `local guard = tonumber(ARGV[3])
+if guard ~= nil and tonumber(redis.call('hget', KEYS[1], ARGV[2]) or '0') == guard + 1 then
+  redis.call('pexpire', KEYS[1], ARGV[1])
+  return nil
+end
+if redis.call('exists', KEYS[1]) == 0 or redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
+  redis.call('hincrby', KEYS[1], ARGV[2], 1)
+  redis.call('pexpire', KEYS[1], ARGV[1])
+  return nil
+end
+return redis.call('pttl', KEYS[1])`,
+);
+
+/**
+ * Unlock. KEYS[1] = lock, KEYS[2] = unlock latch of this call. ARGV[1] = owner, ARGV[2] = channel,
+ * ARGV[3] = publish command (`publish` or `spublish`), ARGV[4] = latch TTL (ms). Replays the stored
+ * answer when the latch exists; else nil when the owner does not hold the lock, 0 when one hold was
+ * released and others remain (TTL unchanged), 1 when the lock was deleted and `0` published.
+ */
+export const UNLOCK = new Script(
+  'lock.unlock',
+  `local replay = redis.call('get', KEYS[2])
+if replay then return tonumber(replay) end
+local count = redis.call('hget', KEYS[1], ARGV[1])
+if not count then return nil end
+local result = 0
+if tonumber(count) > 1 then
+  redis.call('hincrby', KEYS[1], ARGV[1], -1)
+else
+  redis.call('del', KEYS[1])
+  redis.call(ARGV[3], ARGV[2], '0')
+  result = 1
+end
+redis.call('set', KEYS[2], result, 'px', ARGV[4])
+return result`,
+);
+
+/** Force unlock. KEYS[1] = lock. ARGV[1] = channel, ARGV[2] = publish command. Returns 1 when a lock was deleted, else 0. */
+export const FORCE_UNLOCK = new Script(
+  'lock.forceUnlock',
+  `if redis.call('del', KEYS[1]) == 1 then
+  redis.call(ARGV[2], ARGV[1], '0')
+  return 1
+end
+return 0`,
+);
+
+/**
+ * Watchdog renewal of a batch. KEYS = lock keys; ARGV[1] = lease (ms), ARGV[i + 1] = owner of KEYS[i].
+ * Sets each key's TTL to the lease if the owner still holds it. Returns 1 (renewed) or 0 (gone, or the
+ * key now holds another type) per key.
+ */
+export const RENEW = new Script(
+  'lock.renew',
+  `local out = {}
+for i = 1, #KEYS do
+  if redis.pcall('hexists', KEYS[i], ARGV[i + 1]) == 1 then
+    redis.call('pexpire', KEYS[i], ARGV[1])
+    out[i] = 1
+  else
+    out[i] = 0
+  end
+end
+return out`,
+);

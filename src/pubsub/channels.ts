@@ -1,0 +1,180 @@
+import type { Logger } from 'pino';
+import type { Connection } from '../redis/connection.js';
+import { outsideContexts } from '../context.js';
+
+/**
+ * How many local waiters one message on a channel wakes: `1` for a lock's unlock message (one waiter per
+ * process retries; the rest keep waiting, so there is no thundering herd), `Infinity` for "everyone"
+ * (a read-write lock's write unlock, a latch reaching zero), or a number read from the message
+ * (a semaphore's new permit count).
+ */
+export type WakeRule = (message: string) => number;
+
+/** Why a parked waiter resumed. */
+export type Wakeup = 'message' | 'timeout';
+
+interface Parked {
+  resolve(reason: Wakeup): void;
+  timer: NodeJS.Timeout | undefined;
+}
+
+/**
+ * One subscribed channel, shared by every local waiter of one object (reference counted). Wake-ups that
+ * arrive while no waiter is parked are kept (up to the number of waiters) for the next one to park, so a
+ * message published between a failed attempt and the wait is not lost.
+ */
+export class Channel {
+  refs = 0;
+  private readonly parked: Parked[] = [];
+  private pendingWakeups = 0;
+  /** Settles when the SUBSCRIBE is confirmed: true, or false when it failed. */
+  ready!: Promise<boolean>;
+  /** True once the subscription is confirmed: messages will wake the waiters. */
+  live = false;
+  readonly listener = (message: string): void => this.wake(this.rule(message));
+
+  constructor(readonly name: string, private readonly rule: WakeRule) {}
+
+  /**
+   * Waits for a wake-up or `timeoutMs` (Infinity: no timer). `signal` aborts the wait with its reason.
+   */
+  park(timeoutMs: number, signal?: AbortSignal): Promise<Wakeup> {
+    if (this.pendingWakeups > 0) {
+      this.pendingWakeups--;
+      return Promise.resolve('message');
+    }
+    if (signal?.aborted) return Promise.reject(signal.reason);
+    return new Promise<Wakeup>((resolve, reject) => {
+      const waiter: Parked = {
+        resolve: (reason) => {
+          if (waiter.timer) clearTimeout(waiter.timer);
+          signal?.removeEventListener('abort', onAbort);
+          resolve(reason);
+        },
+        timer: undefined,
+      };
+      const onAbort = (): void => {
+        this.remove(waiter);
+        if (waiter.timer) clearTimeout(waiter.timer);
+        reject(signal!.reason);
+      };
+      if (Number.isFinite(timeoutMs)) {
+        waiter.timer = outsideContexts(() =>
+          setTimeout(() => {
+            this.remove(waiter);
+            waiter.resolve('timeout');
+          }, Math.max(0, timeoutMs)),
+        );
+      }
+      signal?.addEventListener('abort', onAbort, { once: true });
+      this.parked.push(waiter);
+    });
+  }
+
+  /** Wakes up to `count` parked waiters; the rest of the count is kept for waiters about to park. */
+  wake(count: number): void {
+    let left = count;
+    while (left > 0 && this.parked.length > 0) {
+      this.parked.shift()!.resolve('message');
+      left--;
+    }
+    if (left > 0) this.pendingWakeups = Math.min(this.refs, this.pendingWakeups + left);
+  }
+
+  private remove(waiter: Parked): void {
+    const i = this.parked.indexOf(waiter);
+    if (i >= 0) this.parked.splice(i, 1);
+  }
+}
+
+/**
+ * The client's subscriptions: one per channel, shared by all local waiters, unsubscribed when the last
+ * one leaves. Subscribe and unsubscribe of one channel are serialized. After the subscriber connection
+ * comes back from a disconnect (node-redis resubscribes by itself), every waiter is woken to retry,
+ * because messages published meanwhile were lost.
+ */
+export class Channels {
+  private readonly channels = new Map<string, Channel>();
+  private readonly closing = new Map<string, Promise<void>>();
+
+  constructor(
+    private readonly connection: Connection,
+    private readonly log: Logger,
+  ) {
+    connection.onResubscribed(() => {
+      this.log.debug({ channels: this.channels.size }, 'subscriber reconnected; waking all waiters');
+      for (const channel of this.channels.values()) channel.wake(Infinity);
+    });
+  }
+
+  /** Number of channels currently subscribed (for tests and diagnostics). */
+  get size(): number {
+    return this.channels.size;
+  }
+
+  /**
+   * Joins `name`, subscribing if this is its first waiter, and waits up to `timeoutMs` for the
+   * subscription to be live. When it is not (`channel.live` false: subscribing failed or is slow), the
+   * caller polls; messages still wake it if the subscription comes up later. Every join must be matched
+   * by `leave()`.
+   */
+  async join(name: string, rule: WakeRule, timeoutMs: number): Promise<Channel> {
+    let channel = this.channels.get(name);
+    if (!channel) {
+      channel = new Channel(name, rule);
+      this.channels.set(name, channel);
+      const created = channel;
+      const previous = this.closing.get(name) ?? Promise.resolve();
+      channel.ready = previous
+        .then(() => this.connection.subscribe(name, created.listener))
+        .then(
+          () => (created.live = true),
+          (error: unknown) => {
+            this.log.warn({ channel: name, err: error }, 'subscribe failed; waiting by polling');
+            return false;
+          },
+        );
+    }
+    channel.refs++;
+    await withTimeout(channel.ready, timeoutMs);
+    return channel;
+  }
+
+  /** Leaves a channel joined with `join(name)`; the last one out unsubscribes. */
+  leave(name: string): void {
+    const channel = this.channels.get(name);
+    if (!channel || --channel.refs > 0) return;
+    this.channels.delete(name);
+    const done = channel.ready
+      .then((subscribed) => (subscribed ? this.connection.unsubscribe(name, channel.listener) : undefined))
+      .catch((error: unknown) => this.log.debug({ channel: name, err: error }, 'unsubscribe failed'))
+      .finally(() => {
+        if (this.closing.get(name) === done) this.closing.delete(name);
+      });
+    this.closing.set(name, done);
+  }
+
+  /**
+   * Shutdown: wakes every waiter (their next attempt fails because the client is closed), unsubscribes
+   * every channel and waits for the unsubscribes.
+   */
+  async close(): Promise<void> {
+    for (const channel of this.channels.values()) {
+      channel.wake(Infinity);
+      channel.refs = 1;
+      this.leave(channel.name);
+    }
+    await Promise.all([...this.closing.values()]);
+  }
+}
+
+function withTimeout(promise: Promise<boolean>, ms: number): Promise<unknown> {
+  if (!Number.isFinite(ms)) return promise;
+  return new Promise<void>((resolve) => {
+    const timer = outsideContexts(() => setTimeout(resolve, Math.max(0, ms)));
+    void promise.then(() => {
+      clearTimeout(timer);
+      resolve();
+    });
+  });
+}

@@ -1,0 +1,67 @@
+import { monotonic } from '../time.js';
+import type { Channels, WakeRule } from './channels.js';
+
+/** The outcome of one acquisition attempt. */
+export type Attempt<T> =
+  | { readonly acquired: true; readonly value: T }
+  /** `retryAfterMs`: when a retry can succeed without a message (the holder's PTTL, a permit's expiry), or -1 when unknown. */
+  | { readonly acquired: false; readonly retryAfterMs: number };
+
+export interface WaitOptions<T> {
+  channels: Channels;
+  /** The channel the object's releases are published on, and how many local waiters a message wakes. */
+  channel: string;
+  rule: WakeRule;
+  /** Milliseconds to keep trying: 0 for exactly one attempt, Infinity for no limit. */
+  waitMs: number;
+  /** Milliseconds to wait for a subscription before polling instead. */
+  subscriptionTimeoutMs: number;
+  /** Longest timer fallback when the attempt gives no retry time (a key without TTL, lost messages). */
+  maxPollMs: number;
+  signal?: AbortSignal | undefined;
+  /** One attempt; `deadline` is the monotonic end of the wait (undefined: no limit). */
+  attempt: (deadline: number | undefined) => Promise<Attempt<T>>;
+}
+
+/**
+ * The wait loop of every blocking acquisition (Redisson's `tryLock` loop): try; if busy and time is left,
+ * subscribe to the object's channel, try again (a release published while subscribing is not missed),
+ * then sleep until a message or until `min(retryAfter, remaining)` (the timer covers lost messages and
+ * crashed holders, who publish nothing), and repeat. When the subscription cannot be made in time it
+ * polls with jittered exponential backoff instead, capped by the holder's TTL. Resolves to the acquired
+ * value, or `undefined` when the wait time ran out; rejects with `signal.reason` when aborted.
+ */
+export async function waitFor<T>(options: WaitOptions<T>): Promise<T | undefined> {
+  const { channels, signal, waitMs } = options;
+  const start = monotonic();
+  const deadline = Number.isFinite(waitMs) ? start + waitMs : undefined;
+  const first = await options.attempt(deadline);
+  if (first.acquired) return first.value;
+  if (waitMs <= 0) return undefined;
+  signal?.throwIfAborted();
+
+  const remaining = (): number => (deadline === undefined ? Infinity : deadline - monotonic());
+  const channel = await channels.join(options.channel, options.rule, Math.min(options.subscriptionTimeoutMs, remaining()));
+  let woken = false;
+  let poll = 5;
+  try {
+    for (;;) {
+      signal?.throwIfAborted();
+      const result = await options.attempt(deadline);
+      woken = false;
+      if (result.acquired) return result.value;
+      const left = remaining();
+      if (left <= 0) return undefined;
+      let sleep = Math.min(result.retryAfterMs >= 0 ? result.retryAfterMs : options.maxPollMs, left);
+      if (!channel.live) {
+        poll = Math.min(poll * 2, 200);
+        sleep = Math.min(sleep, poll * (0.5 + Math.random()));
+      }
+      woken = (await channel.park(sleep, signal)) === 'message';
+    }
+  } finally {
+    // A wake-up this waiter consumed but did not use goes to the next local waiter.
+    if (woken) channel.wake(1);
+    channels.leave(options.channel);
+  }
+}

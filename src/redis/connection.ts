@@ -1,0 +1,214 @@
+import { createClient } from 'redis';
+import { InvalidArgumentError } from '../errors.js';
+import { outsideContexts } from '../context.js';
+
+/** The kind of node-redis client relock talks through. */
+export type Topology = 'standalone' | 'cluster' | 'sentinel';
+
+/** A pub/sub message listener: `(message, channel)`. */
+export type MessageListener = (message: string, channel: string) => void;
+
+/**
+ * What relock needs from Redis: raw commands routed by their first key, and pub/sub. One instance per
+ * `LockClient`. Commands are sent raw (`sendCommand`), without node-redis's per-command timeout timer
+ * (relock keeps its own deadlines) and without the user's `typeMapping`, so replies always have the
+ * same shape; the client's own `keyPrefix` does not apply to them (see `LockClientOptions.keyPrefix`).
+ */
+export interface Connection {
+  readonly topology: Topology;
+  /** The `keyPrefix` the user's node-redis client was created with, if any. */
+  readonly clientKeyPrefix: string | undefined;
+  /** `'spublish'` on Redis Cluster (sharded pub/sub), `'publish'` elsewhere: the verb scripts publish with. */
+  readonly publishCommand: 'publish' | 'spublish';
+  /** Sends one command; `firstKey` routes it on a cluster. */
+  send(firstKey: string | undefined, args: readonly string[]): Promise<unknown>;
+  subscribe(channel: string, listener: MessageListener): Promise<void>;
+  unsubscribe(channel: string, listener: MessageListener): Promise<void>;
+  /** `callback` runs each time the subscriber connection is back after a disconnect. */
+  onResubscribed(callback: () => void): void;
+  /** Closes the connections relock created; leaves a user-supplied client open. */
+  close(): Promise<void>;
+}
+
+/** Options handed to every raw command: no per-command timer, no type mapping, no abort signal. */
+const COMMAND_OPTIONS = Object.freeze({ timeout: undefined, typeMapping: undefined, abortSignal: undefined });
+
+interface EventSource {
+  on(event: string, listener: (...args: unknown[]) => void): unknown;
+  off?(event: string, listener: (...args: unknown[]) => void): unknown;
+}
+interface PubSubApi {
+  subscribe(channel: string, listener: MessageListener): Promise<unknown>;
+  unsubscribe(channel: string, listener: MessageListener): Promise<unknown>;
+  sSubscribe?(channel: string, listener: MessageListener): Promise<unknown>;
+  sUnsubscribe?(channel: string, listener: MessageListener): Promise<unknown>;
+}
+interface StandaloneClient extends EventSource, PubSubApi {
+  sendCommand(args: readonly string[], options?: object): Promise<unknown>;
+  duplicate(overrides?: object): StandaloneClient;
+  connect(): Promise<unknown>;
+  close?(): Promise<unknown>;
+  destroy?(): unknown;
+  quit?(): Promise<unknown>;
+  readonly isOpen: boolean;
+  readonly isReady: boolean;
+  readonly options?: { keyPrefix?: string };
+}
+interface ClusterClient extends EventSource, PubSubApi {
+  sendCommand(firstKey: string | undefined, isReadonly: boolean | undefined, args: readonly string[], options?: object): Promise<unknown>;
+  getSlotMaster(slot: number): unknown;
+  readonly _keyPrefix?: string;
+}
+interface SentinelClient extends EventSource, PubSubApi {
+  sendCommand(isReadonly: boolean | undefined, args: readonly string[], options?: object): Promise<unknown>;
+  getSentinelNode(): unknown;
+  readonly _keyPrefix?: string;
+}
+
+const has = (value: unknown, method: string): boolean =>
+  typeof (value as Record<string, unknown> | null)?.[method] === 'function';
+
+/** Which topology `client` is, or an `InvalidArgumentError` naming the methods it lacks. */
+export function detectTopology(client: unknown): Topology {
+  if (client === null || typeof client !== 'object') {
+    throw new InvalidArgumentError('redis', `expected a node-redis client (createClient, createCluster or createSentinel); got ${client === null ? 'null' : typeof client}`);
+  }
+  if (has(client, 'getSlotMaster')) return requireMethods(client, 'cluster', ['sendCommand', 'sSubscribe', 'sUnsubscribe', 'subscribe', 'unsubscribe']);
+  if (has(client, 'getSentinelNode')) return requireMethods(client, 'sentinel', ['sendCommand', 'subscribe', 'unsubscribe']);
+  return requireMethods(client, 'standalone', ['sendCommand', 'duplicate', 'connect', 'subscribe', 'unsubscribe', 'on']);
+}
+
+function requireMethods(client: object, topology: Topology, methods: string[]): Topology {
+  const missing = methods.filter((m) => !has(client, m));
+  if (missing.length > 0) {
+    throw new InvalidArgumentError(
+      'redis',
+      `the ${topology} client lacks ${missing.join(', ')}: pass a node-redis v5 or v6 client (createClient/createCluster/createSentinel from "redis")`,
+    );
+  }
+  return topology;
+}
+
+export interface ConnectionOptions {
+  /** The user's node-redis client (left open by `close()`). */
+  redis?: unknown;
+  /** A Redis URL; relock creates and owns its connections. */
+  url?: string;
+  /** Called with errors the connections emit (node-redis requires an `'error'` listener). */
+  onError: (error: unknown, source: 'command' | 'subscriber') => void;
+}
+
+/** Builds the `Connection` for a user-supplied client or a URL. */
+export function openConnection(options: ConnectionOptions): Connection {
+  if (options.redis !== undefined) {
+    const topology = detectTopology(options.redis);
+    if (topology === 'cluster') return clusterConnection(options.redis as ClusterClient);
+    if (topology === 'sentinel') return sentinelConnection(options.redis as SentinelClient);
+    return standaloneConnection(options.redis as StandaloneClient, false, options.onError);
+  }
+  if (typeof options.url !== 'string' || options.url.length === 0) {
+    throw new InvalidArgumentError('options', 'give either `redis` (a connected node-redis client) or `url` (such as "redis://localhost:6379")');
+  }
+  const url = options.url;
+  const client = outsideContexts(() =>
+    (createClient({ url, disableOfflineQueue: true }) as unknown as StandaloneClient).on('error', (e) => options.onError(e, 'command')),
+  ) as StandaloneClient;
+  return standaloneConnection(client, true, options.onError);
+}
+
+function standaloneConnection(client: StandaloneClient, owned: boolean, onError: ConnectionOptions['onError']): Connection {
+  // A client relock owns starts connecting now; commands wait for it instead of failing while it is offline.
+  let ready: Promise<unknown> | undefined = owned ? outsideContexts(() => client.connect()) : undefined;
+  ready?.catch(() => {});
+  let subscriber: StandaloneClient | undefined;
+  let subscriberReady: Promise<unknown> | undefined;
+  const resubscribed: Array<() => void> = [];
+
+  const getSubscriber = (): Promise<unknown> => {
+    if (!subscriberReady) {
+      subscriberReady = outsideContexts(() => {
+        const sub = client.duplicate({ disableOfflineQueue: false });
+        subscriber = sub;
+        let connectedOnce = false;
+        sub.on('error', (e) => onError(e, 'subscriber'));
+        sub.on('ready', () => {
+          if (connectedOnce) for (const cb of resubscribed) cb();
+          connectedOnce = true;
+        });
+        return sub.connect();
+      });
+      subscriberReady.catch(() => {});
+    }
+    return subscriberReady;
+  };
+
+  return {
+    topology: 'standalone',
+    clientKeyPrefix: owned ? undefined : client.options?.keyPrefix,
+    publishCommand: 'publish',
+    send(_firstKey, args) {
+      if (ready !== undefined) {
+        if (client.isReady) ready = undefined;
+        else return ready.then(() => client.sendCommand(args, COMMAND_OPTIONS));
+      }
+      return client.sendCommand(args, COMMAND_OPTIONS);
+    },
+    async subscribe(channel, listener) {
+      await getSubscriber();
+      await subscriber!.subscribe(channel, listener);
+    },
+    async unsubscribe(channel, listener) {
+      if (subscriber?.isOpen) await subscriber.unsubscribe(channel, listener);
+    },
+    onResubscribed(callback) {
+      resubscribed.push(callback);
+    },
+    async close() {
+      const toClose = owned ? [subscriber, client] : [subscriber];
+      await Promise.all(toClose.map((c) => (c ? closeClient(c) : undefined)));
+    },
+  };
+}
+
+function clusterConnection(cluster: ClusterClient): Connection {
+  const resubscribed: Array<() => void> = [];
+  return {
+    topology: 'cluster',
+    clientKeyPrefix: cluster._keyPrefix,
+    publishCommand: 'spublish',
+    send: (firstKey, args) => cluster.sendCommand(firstKey, false, args, COMMAND_OPTIONS),
+    subscribe: async (channel, listener) => void (await cluster.sSubscribe!(channel, listener)),
+    unsubscribe: async (channel, listener) => void (await cluster.sUnsubscribe!(channel, listener)),
+    onResubscribed: (callback) => void resubscribed.push(callback),
+    close: async () => {},
+  };
+}
+
+function sentinelConnection(sentinel: SentinelClient): Connection {
+  const resubscribed: Array<() => void> = [];
+  return {
+    topology: 'sentinel',
+    clientKeyPrefix: sentinel._keyPrefix,
+    publishCommand: 'publish',
+    send: (_firstKey, args) => sentinel.sendCommand(false, args, COMMAND_OPTIONS),
+    subscribe: async (channel, listener) => void (await sentinel.subscribe(channel, listener)),
+    unsubscribe: async (channel, listener) => void (await sentinel.unsubscribe(channel, listener)),
+    onResubscribed: (callback) => void resubscribed.push(callback),
+    close: async () => {},
+  };
+}
+
+async function closeClient(client: StandaloneClient): Promise<void> {
+  if (!client.isOpen) return;
+  if (!client.isReady) {
+    // Still connecting, or reconnecting: stop it from trying again.
+    client.destroy?.();
+    return;
+  }
+  try {
+    if (client.close) await client.close();
+    else await client.quit?.();
+  } catch {
+    client.destroy?.();
+  }
+}

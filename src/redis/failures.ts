@@ -1,0 +1,38 @@
+/**
+ * How a failed Redis call failed, which decides whether it may be retried:
+ * - `transient`: the command did not run (Redis said LOADING, BUSY, TRYAGAIN, CLUSTERDOWN, MASTERDOWN,
+ *   READONLY, NOREPLICAS, MOVED or ASK; the client was offline; the command queue was full): safe to retry.
+ * - `ambiguous`: the command may or may not have run (the socket closed while it was in flight, or no
+ *   reply came within the response timeout): retry only operations that are idempotent.
+ * - `closed`: the node-redis client was closed by its owner.
+ * - `wrongtype`: Redis WRONGTYPE, the key holds another data type.
+ * - `fatal`: anything else (a script error, an unknown reply).
+ */
+export type Failure = 'transient' | 'ambiguous' | 'closed' | 'wrongtype' | 'fatal';
+
+const TRANSIENT_REPLIES = /^(LOADING|BUSY|TRYAGAIN|CLUSTERDOWN|MASTERDOWN|READONLY|NOREPLICAS|MOVED|ASK)\b/;
+const NOT_SENT = new Set(['ClientOfflineError', 'ConnectionTimeoutError', 'RootNodesUnavailableError', 'TimeoutError', 'CommandTimeoutDuringMaintenanceError', 'MaxCommandRedirectionsError', 'ReconnectStrategyError']);
+const IN_FLIGHT = new Set(['SocketClosedUnexpectedlyError', 'SocketTimeoutError', 'SocketTimeoutDuringMaintenanceError', 'DisconnectsClientError', 'ResponseTimeoutError']);
+const NOT_SENT_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH']);
+
+export function classify(error: unknown): Failure {
+  if (!(error instanceof Error)) return 'fatal';
+  const kind = error.constructor.name;
+  if (kind === 'ClientClosedError') return 'closed';
+  if (NOT_SENT.has(kind) || error.message === 'The queue is full') return 'transient';
+  if (IN_FLIGHT.has(kind)) return 'ambiguous';
+  const code = (error as NodeJS.ErrnoException).code;
+  if (code !== undefined && NOT_SENT_CODES.has(code)) return 'transient';
+  if (code !== undefined && code.startsWith('E')) return 'ambiguous';
+  if (error.message.startsWith('WRONGTYPE')) return 'wrongtype';
+  if (TRANSIENT_REPLIES.test(error.message)) return 'transient';
+  return 'fatal';
+}
+
+/** No reply within the response timeout; the command may still run. */
+export class ResponseTimeoutError extends Error {
+  constructor(timeoutMs: number) {
+    super(`no reply from Redis within ${timeoutMs} ms`);
+    this.name = 'ResponseTimeoutError';
+  }
+}

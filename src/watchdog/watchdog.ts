@@ -1,0 +1,284 @@
+import type { Logger } from 'pino';
+import { LockLostError } from '../errors.js';
+import { outsideContexts } from '../context.js';
+import { keySlot } from '../keys.js';
+import { classify } from '../redis/failures.js';
+import type { Executor } from '../redis/executor.js';
+import type { Script } from '../redis/script.js';
+import { monotonic } from '../time.js';
+
+/**
+ * A kind of renewable hold and the script that renews a batch of them. The script gets the keys of
+ * every hold in the batch (`keysPerHold` each, in order), `ARGV[1]` = lease in milliseconds, then the
+ * arguments of every hold (`argsPerHold` each), and returns one integer per hold: 1 renewed, 0 gone.
+ */
+export interface RenewalKind {
+  readonly script: Script;
+  readonly keysPerHold: number;
+  readonly argsPerHold: number;
+}
+
+/** Details of a lost hold, as given to the `lockLost` event. */
+export interface LockLostEvent {
+  /** The object's name as given to `getLock()` (and the other factories). */
+  name: string;
+  /** The Redis key that was renewed. */
+  key: string;
+  /** The owner id (`clientId:contextId`) that held it. */
+  owner: string;
+  reason: LockLostError['reason'];
+  error: LockLostError;
+}
+
+/** One renewable hold: a (kind, key, owner) of this client, with its local lease deadline. */
+export class Renewal {
+  /** Acquisitions confirmed by Redis and not yet released. */
+  holds = 0;
+  /** Acquisitions sent but not answered yet: the hold is registered before its acquire resolves. */
+  pending = 0;
+  /** Monotonic time at which the lease ends unless renewed (send time of the last success + lease). */
+  deadline = 0;
+  /** Monotonic time of the next renewal. */
+  nextAt = 0;
+  failures = 0;
+  inFlight = false;
+  lastError: unknown = undefined;
+  /** Aborted (with a `LockLostError`) when the hold is lost. */
+  readonly controllers = new Set<AbortController>();
+
+  constructor(
+    readonly id: string,
+    readonly kind: RenewalKind,
+    readonly name: string,
+    readonly key: string,
+    readonly owner: string,
+    readonly keys: readonly string[],
+    readonly args: readonly string[],
+    readonly slot: number,
+  ) {}
+}
+
+/**
+ * The watchdog (Redisson's `LockRenewalScheduler`): one per client, it keeps holds taken without a
+ * lease alive. Each hold is renewed `lockWatchdogTimeout / 3` after its acquisition or last renewal, in
+ * batches of at most `batchSize` holds of one kind and one cluster slot per script call; holds due
+ * within a quarter interval of each other share a batch. Transient errors are retried with backoff until
+ * the hold's local lease deadline (monotonic clock). A hold is lost when a renewal finds it gone or its
+ * deadline passes: its signals abort and `onLost` runs. Nothing here throws out of a timer; timers are
+ * unref()ed.
+ */
+export class Watchdog {
+  /** Holds waiting for their next renewal, by id, in order of `nextAt`. */
+  private readonly queue = new Map<string, Renewal>();
+  private readonly retrying = new Map<string, Renewal>();
+  private readonly all = new Map<string, Renewal>();
+  private timer: NodeJS.Timeout | undefined;
+  private timerAt = Infinity;
+  private stopped = false;
+  /** Renewal script calls made (for diagnostics and benchmarks). */
+  calls = 0;
+
+  constructor(
+    private readonly executor: Executor,
+    /** Lease written for holds without an explicit lease, in milliseconds (`lockWatchdogTimeout`). */
+    readonly leaseMs: number,
+    private readonly batchSize: number,
+    private readonly clustered: boolean,
+    private readonly log: Logger,
+    private readonly onLost: (event: LockLostEvent) => void,
+  ) {}
+
+  get intervalMs(): number {
+    return this.leaseMs / 3;
+  }
+
+  /** Number of holds being renewed (for tests and diagnostics). */
+  get size(): number {
+    return this.all.size;
+  }
+
+  /**
+   * Registers an acquisition about to be sent, so that an unlock racing with it can cancel it. Follow
+   * with `confirm()` when Redis granted it or `abandon()` when it did not.
+   */
+  reserve(kind: RenewalKind, name: string, key: string, owner: string, keys: readonly string[], args: readonly string[]): Renewal {
+    const id = `${key}\u0000${owner}`;
+    let renewal = this.all.get(id);
+    if (!renewal || renewal.kind !== kind) {
+      renewal = new Renewal(id, kind, name, key, owner, keys, args, this.clustered ? keySlot(key) : 0);
+      this.all.set(id, renewal);
+    }
+    renewal.pending++;
+    return renewal;
+  }
+
+  /** The acquisition sent at monotonic time `sentAt` was granted: renew from a third of a lease later. */
+  confirm(renewal: Renewal, sentAt: number): void {
+    renewal.pending--;
+    if (this.all.get(renewal.id) !== renewal) return;
+    renewal.holds++;
+    renewal.deadline = Math.max(renewal.deadline, sentAt + this.leaseMs);
+    if (!renewal.inFlight && !this.queue.has(renewal.id) && !this.retrying.has(renewal.id)) this.schedule(renewal, sentAt + this.intervalMs);
+  }
+
+  /** The acquisition was not granted (busy, error, given up). */
+  abandon(renewal: Renewal): void {
+    renewal.pending--;
+    this.dropIfIdle(renewal);
+  }
+
+  /** Called synchronously at the start of an unlock: one hold fewer; at zero, no renewal is ever sent again. */
+  release(key: string, owner: string): Renewal | undefined {
+    const renewal = this.all.get(`${key}\u0000${owner}`);
+    if (!renewal) return undefined;
+    if (renewal.holds > 0) renewal.holds--;
+    this.dropIfIdle(renewal);
+    return renewal;
+  }
+
+  /** Stops renewing every hold of `key` (after `forceUnlock`). */
+  forget(key: string): void {
+    for (const renewal of this.all.values()) {
+      if (renewal.key === key) {
+        renewal.holds = 0;
+        this.dropIfIdle(renewal);
+      }
+    }
+  }
+
+  /** The registered hold of `owner` on `key`, if it is being renewed. */
+  get(key: string, owner: string): Renewal | undefined {
+    const renewal = this.all.get(`${key}\u0000${owner}`);
+    return renewal && renewal.holds > 0 ? renewal : undefined;
+  }
+
+  /** Stops all renewals (shutdown); the keys expire within one lease. */
+  stop(): void {
+    this.stopped = true;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
+    this.queue.clear();
+    this.retrying.clear();
+    this.all.clear();
+  }
+
+  private dropIfIdle(renewal: Renewal): void {
+    if (renewal.holds > 0 || renewal.pending > 0) return;
+    if (this.all.get(renewal.id) === renewal) this.all.delete(renewal.id);
+    this.queue.delete(renewal.id);
+    this.retrying.delete(renewal.id);
+    for (const controller of renewal.controllers) renewal.controllers.delete(controller);
+  }
+
+  /** Normal renewals are appended, so `queue` stays in `nextAt` order; retries (few) are kept apart. */
+  private schedule(renewal: Renewal, at: number, retry = false): void {
+    renewal.nextAt = at;
+    this.queue.delete(renewal.id);
+    this.retrying.delete(renewal.id);
+    (retry ? this.retrying : this.queue).set(renewal.id, renewal);
+    if (at < this.timerAt) this.arm(at);
+  }
+
+  private arm(at: number): void {
+    if (this.stopped) return;
+    if (this.timer) clearTimeout(this.timer);
+    this.timerAt = at;
+    this.timer = outsideContexts(() => setTimeout(() => this.tick(), Math.max(0, at - monotonic())));
+    this.timer.unref();
+  }
+
+  private tick(): void {
+    this.timer = undefined;
+    this.timerAt = Infinity;
+    const now = monotonic();
+    const horizon = now + this.intervalMs / 4;
+    const due: Renewal[] = [];
+    for (const renewal of this.queue.values()) {
+      if (renewal.nextAt > horizon) break;
+      due.push(renewal);
+    }
+    for (const renewal of this.retrying.values()) if (renewal.nextAt <= now) due.push(renewal);
+
+    const batches = new Map<string, Renewal[]>();
+    for (const renewal of due) {
+      this.queue.delete(renewal.id);
+      this.retrying.delete(renewal.id);
+      if (renewal.holds === 0) continue;
+      if (renewal.deadline <= now) {
+        this.lose(renewal, renewal.lastError === undefined ? 'lease-ended' : 'renewal-failed', renewal.lastError);
+        continue;
+      }
+      const group = `${renewal.slot}\u0000${renewal.kind.script.sha}`;
+      const batch = batches.get(group);
+      if (batch) batch.push(renewal);
+      else batches.set(group, [renewal]);
+    }
+    for (const batch of batches.values()) {
+      for (let i = 0; i < batch.length; i += this.batchSize) void this.renew(batch.slice(i, i + this.batchSize));
+    }
+
+    let earliest = this.queue.values().next().value?.nextAt ?? Infinity;
+    for (const renewal of this.retrying.values()) earliest = Math.min(earliest, renewal.nextAt);
+    if (earliest < Infinity) this.arm(earliest);
+  }
+
+  private async renew(batch: Renewal[]): Promise<void> {
+    const kind = batch[0]!.kind;
+    const keys: string[] = [];
+    const args: string[] = [String(this.leaseMs)];
+    let earliestDeadline = Infinity;
+    for (const renewal of batch) {
+      renewal.inFlight = true;
+      keys.push(...renewal.keys);
+      args.push(...renewal.args);
+      earliestDeadline = Math.min(earliestDeadline, renewal.deadline);
+    }
+    const sentAt = monotonic();
+    this.calls++;
+    let results: unknown;
+    let failure: unknown;
+    try {
+      const timeout = Math.max(1, Math.min(this.executor.responseTimeout, earliestDeadline - sentAt));
+      results = await this.executor.attempt(kind.script.run(this.executor.connection, keys, args), timeout);
+    } catch (error) {
+      failure = error;
+    }
+    if (this.stopped) return;
+    const now = monotonic();
+    batch.forEach((renewal, i) => {
+      renewal.inFlight = false;
+      if (this.all.get(renewal.id) !== renewal || renewal.holds === 0) return;
+      if (failure !== undefined) {
+        renewal.failures++;
+        renewal.lastError = failure;
+        const backoff = Math.min(this.intervalMs, 50 * 2 ** renewal.failures);
+        this.log.warn({ lock: renewal.name, err: failure, failures: renewal.failures, kind: classify(failure) }, 'lock renewal failed; retrying');
+        this.schedule(renewal, Math.min(now + backoff, renewal.deadline), true);
+        return;
+      }
+      if (Array.isArray(results) && Number(results[i]) === 1) {
+        renewal.failures = 0;
+        renewal.lastError = undefined;
+        renewal.deadline = sentAt + this.leaseMs;
+        this.schedule(renewal, sentAt + this.intervalMs);
+      } else {
+        this.lose(renewal, 'expired');
+      }
+    });
+  }
+
+  private lose(renewal: Renewal, reason: LockLostError['reason'], cause?: unknown): void {
+    const error = new LockLostError(renewal.name, reason, cause === undefined ? undefined : { cause });
+    const controllers = [...renewal.controllers];
+    renewal.holds = 0;
+    renewal.controllers.clear();
+    this.dropIfIdle(renewal);
+    this.log.warn({ lock: renewal.name, key: renewal.key, owner: renewal.owner, reason }, 'lock lost');
+    for (const controller of controllers) controller.abort(error);
+    try {
+      this.onLost({ name: renewal.name, key: renewal.key, owner: renewal.owner, reason, error });
+    } catch (listenerError) {
+      this.log.error({ err: listenerError }, 'lockLost listener threw');
+    }
+  }
+}
