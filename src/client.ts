@@ -1,6 +1,6 @@
 import { EventEmitter } from 'node:events';
 import { pino, type Logger } from 'pino';
-import { newId, runInContext } from './context.js';
+import { randomId, runInContext } from './context.js';
 import type { Core } from './core.js';
 import { ClientClosedError, InvalidArgumentError } from './errors.js';
 import { mainKey } from './keys.js';
@@ -72,7 +72,7 @@ export interface LockClientEvents {
  */
 export class LockClient extends EventEmitter<LockClientEvents> {
   /** Random id of this client: the first half of every owner id `clientId:contextId`. */
-  readonly id: string = newId();
+  readonly id: string = randomId();
   private readonly core: Core;
   private closed = false;
   private shutdownPromise: Promise<void> | undefined;
@@ -99,9 +99,10 @@ export class LockClient extends EventEmitter<LockClientEvents> {
       executor,
       channels: new Channels(connection, log),
       watchdog: new Watchdog(executor, o.lockWatchdogTimeout, o.watchdogBatchSize, clustered, log, (event) => this.emit('lockLost', event)),
-      latches: new UnlockLatches(executor, keyPrefix, latchTtl, clustered, log),
+      latches: new UnlockLatches(this.id, executor, keyPrefix, latchTtl, clustered, log),
       subscriptionTimeout: o.subscriptionTimeout,
       log,
+      debug: log.isLevelEnabled('debug'),
       checkOpen: () => {
         if (this.closed) throw new ClientClosedError();
       },

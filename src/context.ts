@@ -26,9 +26,20 @@ export interface Hold {
 
 const storage = new AsyncLocalStorage<LockContext>();
 
-/** A new random id: 12 random bytes in base64url (16 characters). */
-export function newId(): string {
+/** A random id (12 random bytes in base64url, 16 characters), for ids that must be unique across processes. */
+export function randomId(): string {
   return randomBytes(12).toString('base64url');
+}
+
+let sequence = 0;
+
+/**
+ * A new id unique within this process (a base-36 counter): context ids and request ids are always used
+ * behind the client's random id, so they need not be random, and counting is much cheaper than reading
+ * random bytes on every lock operation.
+ */
+export function newId(): string {
+  return (sequence++).toString(36);
 }
 
 /** A context that is not entered; lock objects use one as their owner outside any context. */

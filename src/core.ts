@@ -22,6 +22,8 @@ export interface Core {
   /** Milliseconds to wait for a subscription before falling back to polling. */
   readonly subscriptionTimeout: number;
   readonly log: Logger;
+  /** Whether debug lines are logged (checked before building them on hot paths). */
+  readonly debug: boolean;
   /** Throws `ClientClosedError` after `shutdown()`. */
   checkOpen(): void;
 }

@@ -233,7 +233,7 @@ export class RLock {
     if (!grant) return undefined;
     if (renewal) core.watchdog.confirm(renewal, grant.sentAt);
     const hold = recordHold(ctx, this.holdKey, 1, monotonic());
-    core.log.debug({ lock: this.name, owner, holds: hold?.count, waitMs: Math.round(monotonic() - started), leaseMs: leaseMs ?? 'watchdog' }, 'lock acquired');
+    if (core.debug) core.log.debug({ lock: this.name, owner, holds: hold?.count, waitMs: Math.round(monotonic() - started), leaseMs: leaseMs ?? 'watchdog' }, 'lock acquired');
     return grant;
   }
 
@@ -246,11 +246,7 @@ export class RLock {
     const latch = core.latches.create(this.key);
     let reply: unknown;
     try {
-      reply = await core.executor.run(
-        'lock.unlock',
-        () => UNLOCK.run(core.connection, [this.key, latch], [owner, this.channel, core.connection.publishCommand, String(core.latches.ttlMs)]),
-        { idempotent: true, expects: { key: this.key, type: 'hash' } },
-      );
+      reply = await core.executor.run('lock.unlock', (attempt) => this.runUnlock(owner, latch, attempt), { idempotent: true, expects: { key: this.key, type: 'hash' } });
     } finally {
       core.latches.release(latch);
     }
@@ -259,20 +255,21 @@ export class RLock {
       throw new IllegalMonitorStateError(this.name, owner);
     }
     const hold = recordHold(ctx, this.holdKey, -1, 0);
-    if (Number(reply) === 1) {
+    if (core.debug && Number(reply) === 1) {
       core.log.debug({ lock: this.name, owner, holdMs: hold ? Math.round(monotonic() - hold.since) : undefined }, 'lock released');
     }
+  }
+
+  private runUnlock(owner: string, latch: string, attempt: number): Promise<unknown> {
+    const { connection, latches } = this.core;
+    return UNLOCK.run(connection, [this.key, latch], [owner, this.channel, connection.publishCommand, latches.ttlArg, attempt > 1 ? '1' : '0']);
   }
 
   /** Undoes an acquisition that went through after its caller gave up. */
   private async undo(owner: string): Promise<void> {
     const latch = this.core.latches.create(this.key);
     try {
-      await this.core.executor.run(
-        'lock.unlock',
-        () => UNLOCK.run(this.core.connection, [this.key, latch], [owner, this.channel, this.core.connection.publishCommand, String(this.core.latches.ttlMs)]),
-        { idempotent: true },
-      );
+      await this.core.executor.run('lock.unlock', (attempt) => this.runUnlock(owner, latch, attempt), { idempotent: true });
     } catch (error) {
       this.core.log.warn({ lock: this.name, owner, err: error }, 'could not undo a late acquisition; it expires with its lease');
     } finally {

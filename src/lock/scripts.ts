@@ -28,14 +28,17 @@ return redis.call('pttl', KEYS[1])`,
 
 /**
  * Unlock. KEYS[1] = lock, KEYS[2] = unlock latch of this call. ARGV[1] = owner, ARGV[2] = channel,
- * ARGV[3] = publish command (`publish` or `spublish`), ARGV[4] = latch TTL (ms). Replays the stored
- * answer when the latch exists; else nil when the owner does not hold the lock, 0 when one hold was
- * released and others remain (TTL unchanged), 1 when the lock was deleted and `0` published.
+ * ARGV[3] = publish command (`publish` or `spublish`), ARGV[4] = latch TTL (ms), ARGV[5] = '1' when this
+ * is a retry of the call. A retry replays the answer stored in the latch, if any; otherwise returns nil
+ * when the owner does not hold the lock, 0 when one hold was released and others remain (TTL unchanged),
+ * 1 when the lock was deleted and `0` published, and stores that answer in the latch.
  */
 export const UNLOCK = new Script(
   'lock.unlock',
-  `local replay = redis.call('get', KEYS[2])
-if replay then return tonumber(replay) end
+  `if ARGV[5] == '1' then
+  local replay = redis.call('get', KEYS[2])
+  if replay then return tonumber(replay) end
+end
 local count = redis.call('hget', KEYS[1], ARGV[1])
 if not count then return nil end
 local result = 0

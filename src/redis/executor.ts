@@ -45,9 +45,44 @@ export interface RunOptions<T> {
   onAmbiguous?: (() => void) | undefined;
 }
 
-interface Pending {
-  readonly at: number;
-  readonly expire: () => void;
+/** One attempt in flight, raced with its deadline (and abort signal). */
+class InFlight<T> {
+  settled = false;
+  constructor(
+    readonly at: number,
+    readonly source: Promise<T>,
+    private readonly resolveWith: (value: T) => void,
+    private readonly rejectWith: (error: unknown) => void,
+    private readonly dangling: Array<Promise<T>> | undefined,
+    private readonly signal: AbortSignal | undefined,
+  ) {}
+
+  resolve(value: T): void {
+    if (this.settled) return;
+    this.settled = true;
+    this.signal?.removeEventListener('abort', this);
+    this.resolveWith(value);
+  }
+
+  reject(error: unknown): void {
+    if (this.settled) return;
+    this.settled = true;
+    this.signal?.removeEventListener('abort', this);
+    this.rejectWith(error);
+  }
+
+  /** Stops waiting for the source: it may still succeed later, so it goes to `dangling`. */
+  giveUp(error: unknown): void {
+    if (this.settled) return;
+    this.source.catch(() => {});
+    this.dangling?.push(this.source);
+    this.reject(error);
+  }
+
+  /** The abort signal's listener. */
+  handleEvent(): void {
+    this.giveUp(this.signal!.reason);
+  }
 }
 
 /**
@@ -56,7 +91,7 @@ interface Pending {
  * in flight.
  */
 export class Executor {
-  private readonly pending = new Set<Pending>();
+  private inFlight: Array<InFlight<unknown>> = [];
   private sweeper: NodeJS.Timeout | undefined;
   private closed = false;
 
@@ -68,13 +103,26 @@ export class Executor {
     private readonly log: Logger,
   ) {}
 
-  /** Runs `call` (one attempt per invocation) with retries, mapping the final failure to a relock error. */
+  /**
+   * Runs `call` (one attempt per invocation) with retries, mapping the final failure to a relock error.
+   * The first attempt runs directly; p-retry takes over only after a retryable failure, so the common
+   * path costs one promise and no timer.
+   */
   async run<T>(operation: string, call: (attempt: number) => Promise<T>, options: RunOptions<T>): Promise<T> {
-    const { deadline, signal } = options;
+    if (this.closed) throw new ClientClosedError();
     const dangling: Array<Promise<T>> = [];
+    let first: unknown;
     try {
+      return await this.bounded(call(1), this.responseTimeout, options.signal, dangling);
+    } catch (error) {
+      first = error;
+    }
+    try {
+      if (!this.retryable(first, options)) throw first;
+      const { deadline, signal } = options;
       return await pRetry(
         (attempt) => {
+          if (attempt === 1) throw first;
           if (this.closed) throw new ClientClosedError();
           return this.bounded(call(attempt), this.responseTimeout, signal, dangling);
         },
@@ -82,11 +130,7 @@ export class Executor {
           ...this.policy,
           signal,
           maxRetryTime: deadline === undefined ? Infinity : Math.max(0, deadline - monotonic()),
-          shouldRetry: ({ error }) => {
-            const failure = classify(error);
-            if (failure === 'ambiguous') options.onAmbiguous?.();
-            return !this.closed && (failure === 'transient' || (failure === 'ambiguous' && options.idempotent));
-          },
+          shouldRetry: ({ error, attemptNumber }) => attemptNumber === 1 || this.retryable(error, options),
           onFailedAttempt: ({ error, attemptNumber, retriesLeft }) => {
             if (retriesLeft > 0) this.log.debug({ operation, attempt: attemptNumber, err: error }, 'Redis call failed; retrying');
           },
@@ -104,6 +148,12 @@ export class Executor {
     }
   }
 
+  private retryable(error: unknown, options: RunOptions<never>): boolean {
+    const failure = classify(error);
+    if (failure === 'ambiguous') options.onAmbiguous?.();
+    return !this.closed && (failure === 'transient' || (failure === 'ambiguous' && options.idempotent));
+  }
+
   /**
    * One attempt without retries, bounded by `timeoutMs` (a `ResponseTimeoutError` after it). Errors are
    * raw node-redis errors; classify them with `classify()`.
@@ -115,8 +165,8 @@ export class Executor {
   /** Stops the deadline timer; later calls fail with `ClientClosedError`. */
   close(): void {
     this.closed = true;
-    for (const entry of this.pending) entry.expire();
-    this.pending.clear();
+    for (const call of this.inFlight) call.giveUp(new ClientClosedError());
+    this.inFlight = [];
     if (this.sweeper) clearInterval(this.sweeper);
     this.sweeper = undefined;
   }
@@ -124,44 +174,34 @@ export class Executor {
   /** Races one attempt with the response timeout and the abort signal; an attempt given up on goes to `dangling`. */
   private bounded<T>(promise: Promise<T>, timeoutMs: number, signal: AbortSignal | undefined, dangling: Array<Promise<T>> | undefined): Promise<T> {
     return new Promise<T>((resolve, reject) => {
-      let settled = false;
-      const finish = (): boolean => {
-        if (settled) return false;
-        settled = true;
-        this.pending.delete(entry);
-        signal?.removeEventListener('abort', onAbort);
-        return true;
-      };
-      const giveUp = (error: unknown): void => {
-        if (!finish()) return;
-        reject(error);
-        promise.catch(() => {});
-        dangling?.push(promise);
-      };
-      const onAbort = (): void => giveUp(signal!.reason);
-      const entry: Pending = { at: monotonic() + timeoutMs, expire: () => giveUp(new ResponseTimeoutError(timeoutMs)) };
-      this.pending.add(entry);
-      this.armSweeper();
-      signal?.addEventListener('abort', onAbort, { once: true });
+      const call = new InFlight<T>(monotonic() + timeoutMs, promise, resolve, reject, dangling, signal);
+      this.inFlight.push(call as InFlight<unknown>);
+      if (!this.sweeper) this.armSweeper();
+      if (signal) signal.addEventListener('abort', call, { once: true });
       promise.then(
-        (value) => finish() && resolve(value),
-        (error) => finish() && reject(error),
+        (value) => call.resolve(value),
+        (error: unknown) => call.reject(error),
       );
     });
   }
 
+  /** One coarse timer while calls are in flight: expires overdue calls and forgets settled ones. */
   private armSweeper(): void {
-    if (this.sweeper) return;
     const period = Math.max(5, Math.min(50, this.responseTimeout / 4));
     this.sweeper = outsideContexts(() =>
       setInterval(() => {
-        if (this.pending.size === 0) {
+        const now = monotonic();
+        const calls = this.inFlight;
+        let kept = 0;
+        for (const call of calls) {
+          if (!call.settled && call.at <= now) call.giveUp(new ResponseTimeoutError(Math.round(call.at - now + this.responseTimeout)));
+          if (!call.settled) calls[kept++] = call;
+        }
+        calls.length = kept;
+        if (kept === 0) {
           clearInterval(this.sweeper);
           this.sweeper = undefined;
-          return;
         }
-        const now = monotonic();
-        for (const entry of this.pending) if (entry.at <= now) entry.expire();
       }, period),
     );
     this.sweeper.unref();

@@ -15,19 +15,25 @@ export class UnlockLatches {
   private readonly done = new Map<number, string[]>();
   private timer: NodeJS.Timeout | undefined;
   private flushing: Promise<void> = Promise.resolve();
+  /** `ttlMs` as a script argument. */
+  readonly ttlArg: string;
 
   constructor(
+    /** The client's id, which makes request ids unique across clients. */
+    private readonly clientId: string,
     private readonly executor: Executor,
     private readonly keyPrefix: string,
     /** TTL of a latch in milliseconds: longer than the whole retry policy of one unlock. */
     readonly ttlMs: number,
     private readonly clustered: boolean,
     private readonly log: Logger,
-  ) {}
+  ) {
+    this.ttlArg = String(ttlMs);
+  }
 
   /** A fresh latch key for one unlock call on the object whose main key is `key`. */
   create(key: string): string {
-    return auxName(this.keyPrefix, 'unlock', key, newId());
+    return auxName(this.keyPrefix, 'unlock', key, `${this.clientId}:${newId()}`);
   }
 
   /** The unlock call that used `latch` returned: delete the latch soon. */

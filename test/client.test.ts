@@ -1,0 +1,115 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { createClient as createClientV5 } from 'redis-v5';
+import { createLockClient, InvalidArgumentError, RedisUnavailableError } from '../src/index.js';
+import { activeTimers, connect, keys, numsub, sleep, uniqueName, waitUntil, type Redis } from './support/helpers.js';
+import { freePort, startRedis, type RedisServer } from './support/redis.js';
+
+let server: RedisServer;
+let redis: Redis;
+
+beforeAll(async () => {
+  server = await startRedis();
+  redis = await connect(server.url);
+});
+afterAll(async () => {
+  await redis.close();
+  await server.stop();
+});
+
+describe('createLockClient', () => {
+  it('rejects a client object without the node-redis methods, naming what is missing (known failure 23)', () => {
+    expect(() => createLockClient({ redis: {} })).toThrow(/lacks sendCommand, duplicate, connect, subscribe, unsubscribe, on/);
+    expect(() => createLockClient({ redis: { sendCommand() {} } })).toThrow(InvalidArgumentError);
+    expect(() => createLockClient({})).toThrow(/either `redis`.*or `url`/);
+    expect(() => createLockClient({ url: server.url, redis })).toThrow(/not both/);
+  });
+
+  it('rejects bad options with InvalidArgumentError naming the option', () => {
+    expect(() => createLockClient({ redis, lockWatchdogTimeout: 0 })).toThrow(/lockWatchdogTimeout/);
+    expect(() => createLockClient({ redis, subscriptionTimeout: -1 })).toThrow(/subscriptionTimeout/);
+    expect(() => createLockClient({ redis, retry: { retries: Number.NaN } })).toThrow(/retry.retries/);
+    expect(() => createLockClient({ redis, keyPrefix: 'a}b' })).toThrow(/hash tag/);
+  });
+
+  it('after shutdown(): no leftover keys, subscriptions or timers, and the user\'s client stays open', async () => {
+    const timers = activeTimers();
+    const prefix = `${uniqueName('hyg')}:`;
+    const client = createLockClient({ redis, keyPrefix: prefix, lockWatchdogTimeout: 600 });
+    const names = Array.from({ length: 5 }, () => uniqueName());
+    for (const name of names) {
+      const lock = client.getLock(name);
+      await lock.lock();
+      await lock.tryLock(0, 5, 's');
+      await lock.unlock();
+      await lock.unlock();
+    }
+    const held = client.getLock(uniqueName());
+    await held.lock();
+    const waiting = client.getLock(held.name).tryLock(30, 'seconds');
+    await waitUntil(async () => (await numsub(redis, held.channel)) === 1, 2000, 2, 'the waiter to subscribe');
+    const outcome = waiting.catch((e: unknown) => e);
+    await client.shutdown();
+    await outcome;
+    await held.forceUnlock().catch(() => {});
+    await redis.del(held.key);
+    expect(await numsub(redis, held.channel)).toBe(0);
+    expect(await keys(redis, `${prefix}*`)).toEqual([]);
+    await waitUntil(() => activeTimers() <= timers, 1000, 10, 'timers to be cleared');
+    expect(redis.isOpen).toBe(true);
+    expect(await redis.ping()).toBe('PONG');
+  });
+
+  it('with `url`, creates its own connections and closes them on shutdown', async () => {
+    const client = createLockClient({ url: server.url });
+    const lock = client.getLock(uniqueName());
+    expect(await lock.tryLock(1, 5, 'seconds')).toBe(true);
+    const waiting = client.getLock(lock.name).tryLock(2, 'seconds');
+    await sleep(20);
+    await lock.unlock();
+    expect(await waiting).toBe(true);
+    await client.getLock(lock.name).forceUnlock();
+    const clientsBefore = (await redis.clientList()).length;
+    await client.shutdown();
+    await waitUntil(async () => (await redis.clientList()).length <= clientsBefore - 2, 2000, 10, 'the connections to close');
+  });
+
+  it('with `url` to a server that is down, a call fails with RedisUnavailableError within the retry policy', async () => {
+    const port = await freePort();
+    const client = createLockClient({ url: `redis://127.0.0.1:${port}`, responseTimeout: 200, retry: { retries: 2, minTimeout: 20, maxTimeout: 50 } });
+    const started = performance.now();
+    const error = await client.getLock(uniqueName()).tryLock().catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(RedisUnavailableError);
+    expect(performance.now() - started).toBeLessThan(2000);
+    await client.shutdown();
+  });
+
+  it('works with a node-redis v5 client (RESP2)', async () => {
+    const v5 = createClientV5({ url: server.url });
+    v5.on('error', () => {});
+    await v5.connect();
+    const client = createLockClient({ redis: v5, lockWatchdogTimeout: 600 });
+    const name = uniqueName();
+    const lock = client.getLock(name);
+    await lock.lock();
+    expect(await lock.getHoldCount()).toBe(1);
+    const waiting = client.getLock(name).tryLock(3, 'seconds');
+    await sleep(900);
+    expect(await lock.isHeldByCurrentContext()).toBe(true);
+    await lock.unlock();
+    expect(await waiting).toBe(true);
+    await client.getLock(name).forceUnlock();
+    await client.shutdown();
+    await v5.close();
+  });
+
+  it('uses the keyPrefix of the user\'s node-redis client by default', async () => {
+    const prefixed = await connect(server.url, { keyPrefix: 'app:' } as Parameters<typeof connect>[1]);
+    const client = createLockClient({ redis: prefixed });
+    const lock = client.getLock(uniqueName());
+    await lock.lock();
+    expect(await redis.exists(`app:${lock.name}`)).toBe(1);
+    await lock.unlock();
+    await client.shutdown();
+    await prefixed.close();
+  });
+});

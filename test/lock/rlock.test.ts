@@ -1,0 +1,161 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
+import { IllegalMonitorStateError, InvalidArgumentError, WrongTypeError } from '../../src/index.js';
+import { closeAll, commandCalls, connect, lockClient, sleep, uniqueName, type Redis } from '../support/helpers.js';
+import { startRedis, type RedisServer } from '../support/redis.js';
+
+let server: RedisServer;
+let redis: Redis;
+
+beforeAll(async () => {
+  server = await startRedis();
+  redis = await connect(server.url);
+});
+afterEach(closeAll);
+afterAll(async () => {
+  await redis.close();
+  await server.stop();
+});
+
+describe('RLock basics', () => {
+  it('stores owner → hold count in a hash, counts reentry and resets the TTL on every acquire', async () => {
+    const client = lockClient(redis);
+    const lock = client.getLock(uniqueName());
+    expect(await lock.tryLock(1, 5, 'seconds')).toBe(true);
+    const [owner] = Object.keys(await redis.hGetAll(lock.key));
+    expect(owner).toMatch(new RegExp(`^${client.id}:`));
+    expect(await redis.hGet(lock.key, owner!)).toBe('1');
+
+    await redis.pExpire(lock.key, 1000);
+    expect(await lock.tryLock(0, 10, 'seconds')).toBe(true);
+    expect(await lock.getHoldCount()).toBe(2);
+    const ttl = await lock.remainTimeToLive();
+    expect(ttl).toBeGreaterThan(9000);
+    expect(ttl).toBeLessThanOrEqual(10_000);
+
+    await lock.unlock();
+    expect(await lock.getHoldCount()).toBe(1);
+    expect(await lock.isLocked()).toBe(true);
+    await lock.unlock();
+    expect(await lock.isLocked()).toBe(false);
+    expect(await lock.remainTimeToLive()).toBe(-2);
+  });
+
+  it('tryLock without a lease writes lockWatchdogTimeout as the TTL', async () => {
+    const client = lockClient(redis, { lockWatchdogTimeout: 4000 });
+    const lock = client.getLock(uniqueName());
+    expect(await lock.tryLock()).toBe(true);
+    expect(await lock.remainTimeToLive()).toBeGreaterThan(3500);
+    await lock.unlock();
+  });
+
+  it('refuses a second owner and tells the holder\'s remaining TTL through remainTimeToLive', async () => {
+    const client = lockClient(redis);
+    const name = uniqueName();
+    expect(await client.getLock(name).tryLock(0, 3, 's')).toBe(true);
+    const other = client.getLock(name);
+    expect(await other.tryLock(0, 3, 's')).toBe(false);
+    expect(await other.isHeldByCurrentContext()).toBe(false);
+    expect(await other.getHoldCount()).toBe(0);
+    expect(await other.remainTimeToLive()).toBeGreaterThan(2000);
+  });
+
+  it('tryLock(0, …) makes exactly one attempt when the lock is busy (known failure 13)', async () => {
+    const client = lockClient(redis);
+    const name = uniqueName();
+    await client.getLock(name).lock();
+    const other = client.getLock(name);
+    const before = await commandCalls(redis, 'evalsha');
+    expect(await other.tryLock(0, 5, 'seconds')).toBe(false);
+    expect(await other.tryLock()).toBe(false);
+    const after = await commandCalls(redis, 'evalsha');
+    expect(after - before).toBe(2);
+  });
+
+  it('unlock by a non-owner throws IllegalMonitorStateError naming the lock and owner, and leaves the lock', async () => {
+    const client = lockClient(redis);
+    const name = uniqueName();
+    const holder = client.getLock(name);
+    await holder.lock();
+    const stranger = client.getLock(name);
+    const error = await stranger.unlock().catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(IllegalMonitorStateError);
+    expect((error as Error).message).toContain(name);
+    expect((error as IllegalMonitorStateError).owner).toMatch(new RegExp(`^${client.id}:`));
+    expect(await holder.isHeldByCurrentContext()).toBe(true);
+    await holder.unlock();
+  });
+
+  it('an unlock after the lease expired fails at once and leaves the new holder\'s lock alone (known failures 1, 2)', async () => {
+    const clientA = lockClient(redis);
+    const clientB = lockClient(redis);
+    const name = uniqueName();
+    const a = clientA.getLock(name);
+    expect(await a.tryLock(0, 100, 'ms')).toBe(true);
+    const b = clientB.getLock(name);
+    expect(await b.tryLock(2, 5, 'seconds')).toBe(true);
+    const started = performance.now();
+    await expect(a.unlock()).rejects.toBeInstanceOf(IllegalMonitorStateError);
+    expect(performance.now() - started).toBeLessThan(100);
+    expect(await b.isHeldByCurrentContext()).toBe(true);
+    expect(await b.getHoldCount()).toBe(1);
+    await b.unlock();
+  });
+
+  it('sub-second leases are honoured to the millisecond (known failure 10)', async () => {
+    const client = lockClient(redis);
+    const lock = client.getLock(uniqueName());
+    expect(await lock.tryLock(0, 250, 'ms')).toBe(true);
+    const ttl = await lock.remainTimeToLive();
+    expect(ttl).toBeGreaterThan(150);
+    expect(ttl).toBeLessThanOrEqual(250);
+    const waiter = client.getLock(lock.name);
+    const started = performance.now();
+    expect(await waiter.tryLock(2, 'seconds')).toBe(true);
+    expect(performance.now() - started).toBeLessThan(600);
+    await waiter.unlock();
+  });
+
+  it('a name that holds a string fails with WrongTypeError naming the key and its type, at once (known failure 3)', async () => {
+    const client = lockClient(redis);
+    const name = uniqueName();
+    await redis.set(name, 'application data');
+    const lock = client.getLock(name);
+    const started = performance.now();
+    const error = await lock.tryLock(5, 'seconds').catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(WrongTypeError);
+    expect((error as WrongTypeError).key).toBe(name);
+    expect((error as WrongTypeError).actualType).toBe('string');
+    expect(performance.now() - started).toBeLessThan(1000);
+    await redis.del(name);
+    await redis.rPush(name, 'x');
+    await expect(lock.lock()).rejects.toThrow(/holds a Redis list/);
+    await redis.del(name);
+  });
+
+  it('forceUnlock deletes the lock whoever holds it and wakes a waiter', async () => {
+    const client = lockClient(redis);
+    const name = uniqueName();
+    await client.getLock(name).lock();
+    const waiting = client.getLock(name).tryLock(5, 'seconds');
+    await sleep(50);
+    const started = performance.now();
+    expect(await client.getLock(name).forceUnlock()).toBe(true);
+    expect(await waiting).toBe(true);
+    expect(performance.now() - started).toBeLessThan(200);
+    expect(await client.getLock(name).forceUnlock()).toBe(true);
+    expect(await client.getLock(name).forceUnlock()).toBe(false);
+  });
+
+  it('rejects bad arguments with InvalidArgumentError naming them', async () => {
+    const client = lockClient(redis);
+    expect(() => client.getLock('')).toThrow(InvalidArgumentError);
+    expect(() => client.getLock('a{}b')).toThrow(/hash tag/);
+    const lock = client.getLock(uniqueName());
+    await expect(lock.tryLock(1, 'fortnights' as 'ms')).rejects.toThrow(/unknown time unit/);
+    await expect(lock.tryLock(-5, 1, 's')).rejects.toThrow(/waitTime/);
+    await expect(lock.tryLock(1, 0, 's')).rejects.toThrow(/leaseTime/);
+    await expect(lock.tryLock(1, 5 as unknown as 's')).rejects.toThrow(/unit/);
+    await expect(lock.lock(Number.NaN, 's')).rejects.toThrow(/leaseTime.*number/);
+    expect(await lock.isLocked()).toBe(false);
+  });
+});

@@ -1,0 +1,191 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
+import { ClientClosedError, LockAcquireTimeoutError } from '../../src/index.js';
+import { activeTimers, closeAll, commandCalls, connect, lockClient, numsub, sleep, uniqueName, waitUntil, type Redis } from '../support/helpers.js';
+import { startRedis, type RedisServer } from '../support/redis.js';
+
+let server: RedisServer;
+let redis: Redis;
+
+beforeAll(async () => {
+  server = await startRedis({ controllable: true });
+  redis = await connect(server.url);
+});
+afterEach(closeAll);
+afterAll(async () => {
+  await redis.close();
+  await server.stop();
+});
+
+const channelOf = (client: ReturnType<typeof lockClient>, name: string): string => client.getLock(name).channel;
+
+describe('waiting', () => {
+  it('a waiter wakes within a few ms of the unlock (pub/sub, not polling)', async () => {
+    const holderClient = lockClient(redis);
+    const waiterClient = lockClient(redis);
+    const name = uniqueName();
+    const latencies: number[] = [];
+    for (let i = 0; i < 20; i++) {
+      const holder = holderClient.getLock(name);
+      await holder.lock();
+      let acquiredAt = 0;
+      const waiter = waiterClient.getLock(name);
+      const waiting = waiter.tryLock(10, 'seconds').then((ok) => ((acquiredAt = performance.now()), ok));
+      await waitUntil(async () => (await numsub(redis, holder.channel)) === 1, 2000, 2, 'the waiter to subscribe');
+      await sleep(5);
+      await holder.unlock();
+      const unlockedAt = performance.now();
+      expect(await waiting).toBe(true);
+      latencies.push(acquiredAt - unlockedAt);
+      await waiter.unlock();
+    }
+    latencies.sort((a, b) => a - b);
+    expect(latencies[Math.floor(latencies.length / 2)]!).toBeLessThan(20);
+  });
+
+  it('still acquires when the release message is lost: the timer on the holder\'s TTL fires', async () => {
+    const client = lockClient(redis);
+    const name = uniqueName();
+    await client.getLock(name).tryLock(0, 400, 'ms');
+    const started = performance.now();
+    const waiting = client.getLock(name).tryLock(5, 'seconds');
+    await sleep(100);
+    await redis.del(client.getLock(name).key);
+    expect(await waiting).toBe(true);
+    expect(performance.now() - started).toBeLessThan(800);
+  });
+
+  it('still acquires promptly when the subscriber connection was killed and the message lost', async () => {
+    const client = lockClient(redis);
+    const name = uniqueName();
+    const holder = client.getLock(name);
+    await holder.lock();
+    const waiting = client.getLock(name).tryLock(20, 'seconds');
+    await waitUntil(async () => (await numsub(redis, holder.channel)) === 1, 2000, 2, 'the waiter to subscribe');
+    await redis.sendCommand(['CLIENT', 'KILL', 'TYPE', 'pubsub']);
+    await redis.del(holder.key);
+    const started = performance.now();
+    expect(await waiting).toBe(true);
+    expect(performance.now() - started).toBeLessThan(3000);
+  });
+
+  it('an unlock published between a failed attempt and the subscription still wakes the waiter (known failure 15)', async () => {
+    const holderClient = lockClient(redis);
+    const waiterClient = lockClient(redis);
+    const name = uniqueName();
+    for (let i = 0; i < 60; i++) {
+      const holder = holderClient.getLock(name);
+      await holder.lock();
+      const started = performance.now();
+      const waiting = waiterClient.getLock(name).tryLock(10, 'seconds');
+      await sleep(i % 3);
+      await holder.unlock();
+      expect(await waiting).toBe(true);
+      expect(performance.now() - started).toBeLessThan(500);
+      await waiterClient.getLock(name).forceUnlock();
+    }
+  });
+
+  it('aborting a waiting acquire rejects with the reason and leaves no subscription, timer or hold', async () => {
+    const client = lockClient(redis);
+    const name = uniqueName();
+    await client.getLock(name).lock();
+    const timers = activeTimers();
+    const controller = new AbortController();
+    const waiting = client.getLock(name).acquire({ signal: controller.signal });
+    await waitUntil(async () => (await numsub(redis, channelOf(client, name))) === 1, 2000, 2, 'the waiter to subscribe');
+    controller.abort(new Error('caller gave up'));
+    await expect(waiting).rejects.toThrow('caller gave up');
+    await waitUntil(async () => (await numsub(redis, channelOf(client, name))) === 0, 2000, 5, 'the unsubscribe');
+    expect(client.stats().subscriptions).toBe(0);
+    await waitUntil(() => activeTimers() <= timers, 1000, 10, 'timers to be cleared');
+    expect(client.stats().watchdogHolds).toBe(1);
+  });
+
+  it('acquire() with a wait time throws LockAcquireTimeoutError when the lock stays busy', async () => {
+    const client = lockClient(redis);
+    const name = uniqueName();
+    await client.getLock(name).lock();
+    const started = performance.now();
+    const error = await client.getLock(name).acquire({ waitTime: 200 }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(LockAcquireTimeoutError);
+    expect(performance.now() - started).toBeGreaterThanOrEqual(195);
+    expect(performance.now() - started).toBeLessThan(600);
+  });
+
+  it('an acquisition that goes through after its caller gave up is released at once', async () => {
+    const client = lockClient(redis, { responseTimeout: 5000 });
+    const name = uniqueName();
+    const controller = new AbortController();
+    server.pause();
+    try {
+      const waiting = client.getLock(name).acquire({ signal: controller.signal });
+      await sleep(100);
+      controller.abort(new Error('gave up'));
+      await expect(waiting).rejects.toThrow('gave up');
+    } finally {
+      server.resume();
+    }
+    await waitUntil(async () => !(await client.getLock(name).isLocked()), 3000, 10, 'the late acquisition to be undone');
+    expect(client.stats().watchdogHolds).toBe(0);
+  });
+
+  it('a wait with no limit can be aborted, and 10,000 abandoned waits leave nothing behind (known failure 12)', async () => {
+    const client = lockClient(redis);
+    const name = uniqueName();
+    await client.getLock(name).lock();
+    const timers = activeTimers();
+    const round = async (n: number): Promise<void> => {
+      for (let i = 0; i < n; i += 100) {
+        await Promise.all(
+          Array.from({ length: 100 }, async () => {
+            const controller = new AbortController();
+            const waiting = client.getLock(name).acquire({ signal: controller.signal });
+            setImmediate(() => controller.abort(new Error('stop')));
+            await waiting.catch(() => {});
+          }),
+        );
+      }
+    };
+    await round(1000);
+    const heapAfterWarmup = process.memoryUsage().heapUsed;
+    await round(9000);
+    await waitUntil(() => client.stats().subscriptions === 0, 2000, 5, 'all channels left');
+    await waitUntil(() => activeTimers() <= timers, 1000, 10, 'timers to be cleared');
+    expect(process.memoryUsage().heapUsed - heapAfterWarmup).toBeLessThan(30 * 1024 * 1024);
+  }, 60_000);
+
+  it('100 waiters cost Redis work in proportion to releases, not to elapsed time (known failure 16)', async () => {
+    const clients = Array.from({ length: 4 }, () => lockClient(redis));
+    const name = uniqueName();
+    const holder = clients[0]!.getLock(name);
+    await holder.lock();
+    const waiters = Array.from({ length: 100 }, (_, i) => {
+      const lock = clients[i % 4]!.getLock(name);
+      return lock.tryLock(30, 'seconds').then(async (ok) => {
+        await sleep(1);
+        await lock.unlock();
+        return ok;
+      });
+    });
+    await waitUntil(async () => (await numsub(redis, holder.channel)) === 4, 5000, 5, 'four subscriptions');
+    await sleep(200);
+    const before = await commandCalls(redis, 'evalsha');
+    await sleep(1000);
+    expect(await commandCalls(redis, 'evalsha')).toBe(before);
+    await holder.unlock();
+    expect((await Promise.all(waiters)).every(Boolean)).toBe(true);
+    const perRelease = ((await commandCalls(redis, 'evalsha')) - before) / 101;
+    expect(perRelease).toBeLessThan(8);
+  });
+
+  it('shutdown wakes a waiter with ClientClosedError', async () => {
+    const client = lockClient(redis);
+    const name = uniqueName();
+    await client.getLock(name).lock();
+    const waiting = client.getLock(name).tryLock(30, 'seconds');
+    await waitUntil(async () => (await numsub(redis, channelOf(client, name))) === 1, 2000, 2, 'the waiter to subscribe');
+    const outcome = expect(waiting).rejects.toBeInstanceOf(ClientClosedError);
+    await client.shutdown();
+    await outcome;
+  });
+});

@@ -1,0 +1,158 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
+import { LockLostError, type LockLostEvent } from '../../src/index.js';
+import { closeAll, commandCalls, connect, lockClient, sleep, uniqueName, waitUntil, type Redis } from '../support/helpers.js';
+import { startRedis, type RedisServer } from '../support/redis.js';
+
+let server: RedisServer;
+let redis: Redis;
+
+beforeAll(async () => {
+  server = await startRedis();
+  redis = await connect(server.url);
+});
+afterEach(closeAll);
+afterAll(async () => {
+  await redis.close();
+  await server.stop();
+});
+
+const nextLost = (client: { once(e: 'lockLost', l: (e: LockLostEvent) => void): unknown }): Promise<LockLostEvent> =>
+  new Promise((resolve) => client.once('lockLost', resolve));
+
+describe('watchdog', () => {
+  it('keeps a lock past 3× lockWatchdogTimeout and sends no renewal after unlock', async () => {
+    const client = lockClient(redis, { lockWatchdogTimeout: 600 });
+    const lock = client.getLock(uniqueName());
+    await lock.lock();
+    await sleep(2000);
+    expect(await lock.isHeldByCurrentContext()).toBe(true);
+    expect(await lock.remainTimeToLive()).toBeGreaterThan(0);
+    expect(client.stats().renewalCalls).toBeGreaterThanOrEqual(6);
+
+    await lock.unlock();
+    const calls = client.stats().renewalCalls;
+    const evalshaBefore = await commandCalls(redis, 'evalsha');
+    await sleep(700);
+    expect(client.stats().renewalCalls).toBe(calls);
+    expect(await commandCalls(redis, 'evalsha')).toBe(evalshaBefore);
+    expect(client.stats().watchdogHolds).toBe(0);
+  });
+
+  it('an explicit lease is not renewed', async () => {
+    const client = lockClient(redis, { lockWatchdogTimeout: 300 });
+    const lock = client.getLock(uniqueName());
+    expect(await lock.tryLock(0, 400, 'ms')).toBe(true);
+    expect(client.stats().watchdogHolds).toBe(0);
+    await waitUntil(async () => !(await lock.isLocked()), 2000, 20, 'the lease to end');
+    expect(client.stats().renewalCalls).toBe(0);
+  });
+
+  it('a lock deleted behind the holder\'s back surfaces as lockLost and an aborted handle signal', async () => {
+    const client = lockClient(redis, { lockWatchdogTimeout: 600 });
+    const lock = client.getLock(uniqueName());
+    const handle = await lock.acquire();
+    const lost = nextLost(client);
+    await redis.del(lock.key);
+    const event = await lost;
+    expect(event.name).toBe(lock.name);
+    expect(event.reason).toBe('expired');
+    expect(handle.signal.aborted).toBe(true);
+    expect(handle.signal.reason).toBeInstanceOf(LockLostError);
+    expect(client.stats().watchdogHolds).toBe(0);
+  });
+
+  it('the lease counts from the attempt that succeeded; the first renewal comes a third of a lease later (known failure 5)', async () => {
+    const client = lockClient(redis, { lockWatchdogTimeout: 1500 });
+    const name = uniqueName();
+    await client.getLock(name).tryLock(0, 700, 'ms');
+    const waiter = client.getLock(name);
+    expect(await waiter.tryLock(5, 'seconds')).toBe(true);
+    const acquiredAt = performance.now();
+    const ttl = await waiter.remainTimeToLive();
+    expect(ttl).toBeGreaterThan(1300);
+    await sleep(Math.max(0, acquiredAt + 300 - performance.now()));
+    expect(client.stats().renewalCalls).toBe(0);
+    await waitUntil(() => client.stats().renewalCalls > 0, 2000, 10, 'the first renewal');
+    const firstRenewal = performance.now() - acquiredAt;
+    expect(firstRenewal).toBeGreaterThan(300);
+    expect(firstRenewal).toBeLessThan(900);
+    await waiter.unlock();
+  });
+
+  it('with the event loop lagging 40% of the renewal interval, no lease lapses (known failure 8)', async () => {
+    const client = lockClient(redis, { lockWatchdogTimeout: 900 });
+    const lock = client.getLock(uniqueName());
+    let lost = false;
+    client.on('lockLost', () => (lost = true));
+    await lock.lock();
+    const end = performance.now() + 2400;
+    while (performance.now() < end) {
+      const until = performance.now() + 120;
+      while (performance.now() < until);
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    expect(lost).toBe(false);
+    expect(await lock.isHeldByCurrentContext()).toBe(true);
+    await lock.unlock();
+  });
+
+  it('renews many locks in batches of watchdogBatchSize per script call', async () => {
+    const client = lockClient(redis, { lockWatchdogTimeout: 900, watchdogBatchSize: 100 });
+    const locks = Array.from({ length: 250 }, () => client.getLock(uniqueName()));
+    await Promise.all(locks.map((l) => l.lock()));
+    await waitUntil(() => client.stats().renewalCalls >= 3, 2000, 10, 'one renewal round');
+    await sleep(50);
+    expect(client.stats().renewalCalls).toBe(3);
+    await Promise.all(locks.map((l) => l.unlock()));
+    expect(client.stats().watchdogHolds).toBe(0);
+  });
+});
+
+describe('watchdog when Redis fails', () => {
+  let own: RedisServer;
+  let ownRedis: Redis;
+  beforeAll(async () => {
+    own = await startRedis({ controllable: true });
+  });
+  afterAll(async () => {
+    await own.stop();
+  });
+
+  it('renewals failing while Redis is down never throw out of a timer: the holder learns through the signal and lockLost (known failure 6)', async () => {
+    ownRedis = await connect(own.url);
+    const client = lockClient(ownRedis, { lockWatchdogTimeout: 600, responseTimeout: 200 });
+    const handle = await client.getLock(uniqueName()).acquire();
+    const lost = nextLost(client);
+    const killedAt = performance.now();
+    await own.kill();
+    const event = await lost;
+    const detectedAfter = performance.now() - killedAt;
+    expect(event.reason).toBe('renewal-failed');
+    expect(event.error.cause).toBeDefined();
+    expect(handle.signal.aborted).toBe(true);
+    expect(detectedAfter).toBeLessThan(900);
+    await client.shutdown();
+    ownRedis.destroy();
+    await own.restart();
+  });
+
+  it('after Redis restarts empty, the next renewal on the new connection reports the loss (known failure 9)', async () => {
+    ownRedis = await connect(own.url);
+    const client = lockClient(ownRedis, { lockWatchdogTimeout: 900 });
+    const lock = client.getLock(uniqueName());
+    const handle = await lock.acquire();
+    const lost = nextLost(client);
+    await own.restart();
+    const event = await lost;
+    expect(event.reason).toBe('expired');
+    expect(handle.signal.aborted).toBe(true);
+
+    const again = client.getLock(uniqueName());
+    await again.lock();
+    await sleep(1000);
+    expect(await again.isHeldByCurrentContext()).toBe(true);
+    await again.unlock();
+    await client.shutdown();
+    await ownRedis.close();
+  });
+});

@@ -1,0 +1,152 @@
+/**
+ * Shared test helpers: node-redis connections, lock clients, deadline-bounded polling, Redis counters,
+ * and child processes that use relock from their own Node process.
+ */
+import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { createClient } from 'redis';
+import { createLockClient, type LockClient, type LockClientOptions } from '../../src/index.js';
+
+export type Redis = ReturnType<typeof createClient>;
+
+/** A connected node-redis client with an error listener (errors are expected when tests kill servers). */
+export async function connect(url: string, options: Parameters<typeof createClient>[0] = {}): Promise<Redis> {
+  const client = createClient({ url, ...options });
+  client.on('error', () => {});
+  await client.connect();
+  return client as Redis;
+}
+
+/** A unique object name for one test, so tests never see each other's keys. */
+export function uniqueName(prefix = 'test'): string {
+  return `${prefix}:${randomBytes(6).toString('hex')}`;
+}
+
+/** A lock client on `redis` with test-friendly defaults, closed by `closeAll()`. */
+export function lockClient(redis: Redis, options: Omit<LockClientOptions, 'redis' | 'url'> = {}): LockClient {
+  const client = createLockClient({ redis, ...options });
+  opened.push(client);
+  return client;
+}
+const opened: LockClient[] = [];
+
+/** Shuts down every lock client made by `lockClient()`. */
+export async function closeAll(): Promise<void> {
+  await Promise.all(opened.splice(0).map((c) => c.shutdown()));
+}
+
+/** Polls `check` every `intervalMs` until it returns a truthy value or `timeoutMs` passes (then throws). */
+export async function waitUntil<T>(check: () => T | Promise<T>, timeoutMs = 5000, intervalMs = 10, what = 'condition'): Promise<T> {
+  const deadline = performance.now() + timeoutMs;
+  for (;;) {
+    const value = await check();
+    if (value) return value;
+    if (performance.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await sleep(intervalMs);
+  }
+}
+
+export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Calls of one command so far (`INFO commandstats`), e.g. `commandCalls(redis, 'evalsha')`. */
+export async function commandCalls(redis: Redis, command: string): Promise<number> {
+  const info = await redis.info('commandstats');
+  const match = new RegExp(`^cmdstat_${command}:calls=(\\d+)`, 'm').exec(info);
+  return match ? Number(match[1]) : 0;
+}
+
+/** Number of subscribers of `channel` (`PUBSUB NUMSUB`). */
+export async function numsub(redis: Redis, channel: string): Promise<number> {
+  const reply = (await redis.sendCommand(['PUBSUB', 'NUMSUB', channel])) as unknown;
+  if (Array.isArray(reply)) return Number(reply[1]);
+  return Number((reply as Record<string, unknown>)[channel] ?? 0);
+}
+
+/** Active timers of this process (for "no leftover timers" checks). */
+export function activeTimers(): number {
+  return process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length;
+}
+
+/** Keys matching `pattern` (SCAN). */
+export async function keys(redis: Redis, pattern: string): Promise<string[]> {
+  const found: string[] = [];
+  for await (const batch of redis.scanIterator({ MATCH: pattern, COUNT: 1000 })) found.push(...(Array.isArray(batch) ? batch : [batch]));
+  return found;
+}
+
+const here = dirname(fileURLToPath(import.meta.url));
+
+/**
+ * A Node process running `test/support/workers/<script>.ts` (through tsx) with `args`. It prints JSON
+ * lines; `next(type)` resolves with the next line whose `type` matches.
+ */
+export class Worker {
+  readonly process: ChildProcessWithoutNullStreams;
+  private readonly lines: Array<Record<string, unknown>> = [];
+  private readonly waiters: Array<() => void> = [];
+  private stderr = '';
+  readonly exited: Promise<number | null>;
+
+  constructor(script: string, args: Record<string, unknown>) {
+    this.process = spawn(process.execPath, ['--import', 'tsx', join(here, 'workers', `${script}.ts`), JSON.stringify(args)], {
+      stdio: ['pipe', 'pipe', 'pipe'],
+      env: { ...process.env, NODE_OPTIONS: '--unhandled-rejections=strict' },
+    });
+    let buffer = '';
+    this.process.stdout.on('data', (chunk: Buffer) => {
+      buffer += chunk.toString();
+      let newline: number;
+      while ((newline = buffer.indexOf('\n')) >= 0) {
+        const line = buffer.slice(0, newline);
+        buffer = buffer.slice(newline + 1);
+        try {
+          this.lines.push(JSON.parse(line) as Record<string, unknown>);
+        } catch {
+          continue;
+        }
+        for (const wake of this.waiters.splice(0)) wake();
+      }
+    });
+    this.process.stderr.on('data', (chunk: Buffer) => (this.stderr += chunk.toString()));
+    this.exited = new Promise((resolve) => this.process.once('exit', (code) => {
+      for (const wake of this.waiters.splice(0)) wake();
+      resolve(code);
+    }));
+  }
+
+  /** The next message of `type` (consumed), waiting up to `timeoutMs`. */
+  async next(type: string, timeoutMs = 15_000): Promise<Record<string, unknown>> {
+    const deadline = performance.now() + timeoutMs;
+    for (;;) {
+      const i = this.lines.findIndex((l) => l.type === type);
+      if (i >= 0) return this.lines.splice(i, 1)[0]!;
+      if (this.process.exitCode !== null || this.process.signalCode !== null) throw new Error(`worker exited before "${type}": ${this.stderr}`);
+      const left = deadline - performance.now();
+      if (left <= 0) throw new Error(`worker sent no "${type}" within ${timeoutMs} ms: ${this.stderr}`);
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, left);
+        this.waiters.push(() => {
+          clearTimeout(timer);
+          resolve();
+        });
+      });
+    }
+  }
+
+  /** Sends a JSON command line to the worker's stdin. */
+  send(message: Record<string, unknown>): void {
+    this.process.stdin.write(`${JSON.stringify(message)}\n`);
+  }
+
+  kill(signal: NodeJS.Signals = 'SIGKILL'): void {
+    this.process.kill(signal);
+  }
+
+  /** Kills the worker if it is still running and waits for it to exit. */
+  async stop(): Promise<void> {
+    if (this.process.exitCode === null && this.process.signalCode === null) this.process.kill('SIGKILL');
+    await this.exited;
+  }
+}

@@ -1,0 +1,58 @@
+/**
+ * A separate Node process using relock, driven by JSON lines on stdin, answering JSON lines on stdout.
+ * argv[2]: JSON `{ url, lockWatchdogTimeout? }`. Commands:
+ *   { cmd: 'acquire', name, waitMs?, leaseMs? }  → { type: 'acquired', ok, at } (at: monotonic ms, hrtime)
+ *   { cmd: 'release', name }                     → { type: 'released' }
+ *   { cmd: 'counter', name, key, rounds }        → { type: 'counted', rounds } (read-await-write under the lock)
+ *   { cmd: 'block', ms }                         → blocks the event loop for `ms`, then { type: 'unblocked' }
+ * Every lock lost is reported as { type: 'lost', name, reason }.
+ */
+import { createInterface } from 'node:readline';
+import { createClient } from 'redis';
+import { createLockClient, type LockHandle } from '../../../src/index.js';
+
+const args = JSON.parse(process.argv[2] ?? '{}') as { url: string; lockWatchdogTimeout?: number };
+const redis = createClient({ url: args.url });
+redis.on('error', () => {});
+await redis.connect();
+const client = createLockClient({ redis, lockWatchdogTimeout: args.lockWatchdogTimeout });
+const handles = new Map<string, LockHandle>();
+const say = (message: Record<string, unknown>): void => void process.stdout.write(`${JSON.stringify(message)}\n`);
+const now = (): number => Number(process.hrtime.bigint()) / 1e6;
+client.on('lockLost', (event) => say({ type: 'lost', name: event.name, reason: event.reason, at: now() }));
+
+say({ type: 'ready', pid: process.pid });
+for await (const line of createInterface({ input: process.stdin })) {
+  const command = JSON.parse(line) as Record<string, unknown> & { cmd: string; name: string };
+  if (command.cmd === 'acquire') {
+    try {
+      const handle = await client.getLock(command.name).acquire({ waitTime: command.waitMs as number | undefined, leaseTime: command.leaseMs as number | undefined });
+      handles.set(command.name, handle);
+      say({ type: 'acquired', ok: true, at: now() });
+    } catch (error) {
+      say({ type: 'acquired', ok: false, error: (error as Error).name, at: now() });
+    }
+  } else if (command.cmd === 'release') {
+    await handles.get(command.name)?.release();
+    handles.delete(command.name);
+    say({ type: 'released', at: now() });
+  } else if (command.cmd === 'counter') {
+    const rounds = command.rounds as number;
+    for (let i = 0; i < rounds; i++) {
+      await client.withLock(command.name, async () => {
+        const value = Number((await redis.get(command.key as string)) ?? 0);
+        await new Promise((resolve) => setImmediate(resolve));
+        await redis.set(command.key as string, String(value + 1));
+      });
+    }
+    say({ type: 'counted', rounds });
+  } else if (command.cmd === 'block') {
+    const until = performance.now() + (command.ms as number);
+    while (performance.now() < until);
+    say({ type: 'unblocked', at: now() });
+  } else if (command.cmd === 'exit') {
+    break;
+  }
+}
+await client.shutdown();
+await redis.close();
