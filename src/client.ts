@@ -4,6 +4,7 @@ import { randomId, runInContext } from './context.js';
 import type { Core } from './core.js';
 import { ClientClosedError, InvalidArgumentError } from './errors.js';
 import { mainKey } from './keys.js';
+import { FencedLock } from './fenced-lock/fenced-lock.js';
 import { RLock, type AcquireOptions } from './lock/lock.js';
 import { Channels } from './pubsub/channels.js';
 import { openConnection, type Connection } from './redis/connection.js';
@@ -116,6 +117,14 @@ export class LockClient extends EventEmitter<LockClientEvents> {
    */
   getLock(name: string): RLock {
     return new RLock(this.core, name);
+  }
+
+  /**
+   * A reentrant lock that returns a fencing token with every acquisition (Redisson's `getFencedLock`);
+   * see `FencedLock`. Each call returns a new object. Throws `InvalidArgumentError` for a bad name.
+   */
+  getFencedLock(name: string): FencedLock {
+    return new FencedLock(this.core, name);
   }
 
   /**

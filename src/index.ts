@@ -18,6 +18,7 @@ export {
   RelockError,
   WrongTypeError,
 } from './errors.js';
+export { FencedLock } from './fenced-lock/fenced-lock.js';
 export { LockHandle } from './lock/handle.js';
 export { RLock, type AcquireOptions } from './lock/lock.js';
 export type { RetryPolicy } from './redis/executor.js';

@@ -5,6 +5,9 @@
  *   { cmd: 'release', name }                     → { type: 'released' }
  *   { cmd: 'counter', name, key, rounds }        → { type: 'counted', rounds } (read-await-write under the lock)
  *   { cmd: 'block', ms }                         → blocks the event loop for `ms`, then { type: 'unblocked' }
+ *   { cmd: 'fenced', name, rounds, leaseMs, abandonEvery }
+ *                                                → { type: 'tokens', tokens } after `rounds` fenced acquisitions
+ *                                                  (every `abandonEvery`-th hold is left to expire)
  * Every lock lost is reported as { type: 'lost', name, reason }.
  */
 import { createInterface } from 'node:readline';
@@ -16,6 +19,7 @@ const redis = createClient({ url: args.url });
 redis.on('error', () => {});
 await redis.connect();
 const client = createLockClient({ redis, lockWatchdogTimeout: args.lockWatchdogTimeout });
+process.on('SIGTERM', () => process.exit(0));
 const handles = new Map<string, LockHandle>();
 const say = (message: Record<string, unknown>): void => void process.stdout.write(`${JSON.stringify(message)}\n`);
 const now = (): number => Number(process.hrtime.bigint()) / 1e6;
@@ -46,6 +50,16 @@ for await (const line of createInterface({ input: process.stdin })) {
       });
     }
     say({ type: 'counted', rounds });
+  } else if (command.cmd === 'fenced') {
+    const lock = client.getFencedLock(command.name);
+    const tokens: string[] = [];
+    while (tokens.length < (command.rounds as number)) {
+      const token = await lock.tryLockAndGetToken(30, command.leaseMs as number, 'ms');
+      if (token === undefined) continue;
+      tokens.push(token.toString());
+      if (tokens.length % (command.abandonEvery as number) !== 0) await lock.unlock();
+    }
+    say({ type: 'tokens', tokens });
   } else if (command.cmd === 'block') {
     const until = performance.now() + (command.ms as number);
     while (performance.now() < until);

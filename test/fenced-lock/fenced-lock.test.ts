@@ -1,0 +1,111 @@
+import Database from 'better-sqlite3';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
+import { IllegalMonitorStateError } from '../../src/index.js';
+import { closeAll, connect, lockClient, sleep, uniqueName, waitUntil, Worker, type Redis } from '../support/helpers.js';
+import { startRedis, type RedisServer } from '../support/redis.js';
+
+let server: RedisServer;
+let redis: Redis;
+const workers: Worker[] = [];
+
+beforeAll(async () => {
+  server = await startRedis();
+  redis = await connect(server.url);
+});
+afterEach(async () => {
+  await Promise.all(workers.splice(0).map((w) => w.stop()));
+  await closeAll();
+});
+afterAll(async () => {
+  await redis.close();
+  await server.stop();
+});
+
+describe('FencedLock', () => {
+  it('hands out strictly increasing tokens, a new one on every acquisition including reentry, from a counter without TTL', async () => {
+    const client = lockClient(redis);
+    const lock = client.getFencedLock(uniqueName());
+    expect(await lock.getToken()).toBe(0n);
+    const t1 = await lock.lockAndGetToken();
+    const t2 = await lock.tryLockAndGetToken();
+    expect(t1).toBe(1n);
+    expect(t2).toBe(2n);
+    expect(await lock.getHoldCount()).toBe(2);
+    expect(await lock.getToken()).toBe(2n);
+    await lock.unlock();
+    await lock.unlock();
+    const other = client.getFencedLock(lock.name);
+    expect(await other.tryLockAndGetToken(0, 5, 'seconds')).toBe(3n);
+    expect(await redis.pTTL(lock.fenceKey)).toBe(-1);
+    expect(await client.getFencedLock(lock.name).tryLockAndGetToken()).toBeUndefined();
+    await other.unlock();
+  });
+
+  it('tryLockAndGetToken and lockAndGetToken honour their lease (no watchdog)', async () => {
+    const client = lockClient(redis, { lockWatchdogTimeout: 5000 });
+    const lock = client.getFencedLock(uniqueName());
+    expect(await lock.tryLockAndGetToken(0, 300, 'ms')).toBe(1n);
+    const ttl = await lock.remainTimeToLive();
+    expect(ttl).toBeGreaterThan(0);
+    expect(ttl).toBeLessThanOrEqual(300);
+    expect(client.stats().watchdogHolds).toBe(0);
+    await waitUntil(async () => !(await lock.isLocked()), 2000, 10, 'the lease to end');
+    const second = client.getFencedLock(lock.name);
+    expect(await second.lockAndGetToken(250, 'ms')).toBe(2n);
+    expect(await second.remainTimeToLive()).toBeLessThanOrEqual(250);
+    await expect(lock.unlock()).rejects.toBeInstanceOf(IllegalMonitorStateError);
+  });
+
+  it('acquire() handles carry the token, and a takeover after expiry gets a higher one', async () => {
+    const client = lockClient(redis);
+    const name = uniqueName();
+    const first = await client.getFencedLock(name).acquire({ leaseTime: 150 });
+    const second = await client.getFencedLock(name).acquire({ waitTime: 2000 });
+    expect(second.token! > first.token!).toBe(true);
+    await expect(first.release()).rejects.toBeInstanceOf(IllegalMonitorStateError);
+    await second.release();
+  });
+
+  it('a resource that checks tokens rejects the write of a holder paused past its lease', async () => {
+    const client = lockClient(redis);
+    const name = uniqueName();
+    const db = new Database(':memory:');
+    db.exec('CREATE TABLE account (id INTEGER PRIMARY KEY, balance INTEGER, fence_token INTEGER NOT NULL DEFAULT 0)');
+    db.prepare('INSERT INTO account (id, balance) VALUES (1, 100)').run();
+    const write = (balance: number, token: bigint): boolean =>
+      db.prepare('UPDATE account SET balance = ?, fence_token = ? WHERE id = 1 AND fence_token < ?').run(balance, token, token).changes === 1;
+
+    const slow = client.getFencedLock(name);
+    const slowToken = (await slow.tryLockAndGetToken(0, 100, 'ms'))!;
+    await sleep(150); // the holder is paused past its lease
+    const fast = client.getFencedLock(name);
+    const fastToken = (await fast.tryLockAndGetToken(1, 5, 'seconds'))!;
+    expect(write(200, fastToken)).toBe(true);
+    expect(write(999, slowToken)).toBe(false);
+    expect(db.prepare('SELECT balance FROM account WHERE id = 1').get()).toEqual({ balance: 200 });
+    await fast.unlock();
+    db.close();
+  });
+
+  it('tokens strictly increase over 1000 contended acquisitions across 4 processes, including expiry takeovers (known failure 25)', async () => {
+    const name = uniqueName();
+    const procs = await Promise.all(
+      Array.from({ length: 4 }, async () => {
+        const w = new Worker('lock-worker', { url: server.url });
+        workers.push(w);
+        await w.next('ready');
+        return w;
+      }),
+    );
+    for (const w of procs) w.send({ cmd: 'fenced', name, rounds: 250, leaseMs: 60, abandonEvery: 25 });
+    const perWorker = (await Promise.all(procs.map((w) => w.next('tokens', 60_000)))).map((m) => (m.tokens as string[]).map(BigInt));
+    const all = perWorker.flat().sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+    expect(all).toHaveLength(1000);
+    expect(new Set(all.map(String)).size).toBe(1000);
+    expect(all[0]).toBe(1n);
+    expect(all[999]).toBe(1000n);
+    for (const tokens of perWorker) {
+      for (let i = 1; i < tokens.length; i++) expect(tokens[i]! > tokens[i - 1]!).toBe(true);
+    }
+  }, 90_000);
+});
