@@ -10,6 +10,7 @@ import { Channels } from './pubsub/channels.js';
 import { openConnection, type Connection } from './redis/connection.js';
 import { DEFAULT_RETRY, Executor, type RetryPolicy } from './redis/executor.js';
 import { UnlockLatches } from './redis/latches.js';
+import { ReplicaSync } from './redis/replica-sync.js';
 import { Watchdog, type LockLostEvent } from './watchdog/watchdog.js';
 
 /**
@@ -55,6 +56,15 @@ export interface LockClientOptions {
   responseTimeout?: number;
   /** Most holds renewed by one watchdog script call. Default 100 (Redisson's `lockWatchdogBatchSize`). */
   watchdogBatchSize?: number;
+  /**
+   * Redisson's `checkLockSyncedSlaves`: after every acquisition, `WAIT` until at least one replica of the
+   * key's primary acknowledged it (`timeout` ms, default 1000, Redisson's `slavesSyncTimeout`); when none
+   * did, the acquisition is undone and retried per `retry`, then fails with `NoSyncedReplicasError`. This
+   * narrows the window in which a failover hands one lock to two holders; it does not close it (a replica
+   * that did not acknowledge can still be promoted). Costs one INFO every 5 s and one WAIT per acquisition
+   * when the primary has replicas; nothing without replicas. `true` = `{ timeout: 1000 }`. Default off.
+   */
+  syncReplicas?: boolean | { timeout?: number };
 }
 
 /** Events of a `LockClient`. */
@@ -101,6 +111,7 @@ export class LockClient extends EventEmitter<LockClientEvents> {
       channels: new Channels(connection, log),
       watchdog: new Watchdog(executor, o.lockWatchdogTimeout, o.watchdogBatchSize, clustered, log, (event) => this.emit('lockLost', event)),
       latches: new UnlockLatches(this.id, executor, keyPrefix, latchTtl, clustered, log),
+      replicaSync: o.syncReplicasTimeout === undefined ? undefined : new ReplicaSync(executor, o.syncReplicasTimeout, clustered, log),
       subscriptionTimeout: o.subscriptionTimeout,
       log,
       debug: log.isLevelEnabled('debug'),
@@ -194,6 +205,7 @@ interface ResolvedOptions {
   responseTimeout: number;
   watchdogBatchSize: number;
   retry: RetryPolicy;
+  syncReplicasTimeout: number | undefined;
 }
 
 function resolveOptions(options: LockClientOptions): ResolvedOptions {
@@ -214,7 +226,15 @@ function resolveOptions(options: LockClientOptions): ResolvedOptions {
     responseTimeout: positive('responseTimeout', options.responseTimeout, 3_000),
     watchdogBatchSize: Math.floor(positive('watchdogBatchSize', options.watchdogBatchSize, 100)),
     retry,
+    syncReplicasTimeout: syncTimeout(options.syncReplicas),
   };
+}
+
+function syncTimeout(option: LockClientOptions['syncReplicas']): number | undefined {
+  if (option === undefined || option === false) return undefined;
+  if (option === true) return 1000;
+  if (typeof option !== 'object' || option === null) throw new InvalidArgumentError('syncReplicas', 'must be true, false or { timeout: ms }');
+  return positive('syncReplicas.timeout', option.timeout, 1000);
 }
 
 function positive(name: string, value: number | undefined, fallback: number): number {

@@ -4,6 +4,7 @@ import type { Channels } from './pubsub/channels.js';
 import type { Connection } from './redis/connection.js';
 import type { Executor } from './redis/executor.js';
 import type { UnlockLatches } from './redis/latches.js';
+import type { ReplicaSync } from './redis/replica-sync.js';
 import type { Watchdog } from './watchdog/watchdog.js';
 
 /**
@@ -19,6 +20,8 @@ export interface Core {
   readonly channels: Channels;
   readonly watchdog: Watchdog;
   readonly latches: UnlockLatches;
+  /** The `syncReplicas` check, when enabled: acquisitions call `confirm(key)` after they were granted. */
+  readonly replicaSync: ReplicaSync | undefined;
   /** Milliseconds to wait for a subscription before falling back to polling. */
   readonly subscriptionTimeout: number;
   readonly log: Logger;

@@ -71,3 +71,30 @@ export class RedisCommandError extends RelockError {
     super('REDIS_COMMAND', `Redis rejected ${operation}: ${(options.cause as Error)?.message ?? String(options.cause)}`, options);
   }
 }
+
+/**
+ * The keys of one operation would live in different Redis Cluster slots. Every key and channel of a relock
+ * object carries the object's hash tag (the part of the name between the first `{` and the next `}`, or
+ * the whole name), so this happens only with names whose braces do not form a hash tag, or when Redis
+ * answered CROSSSLOT. Name objects with a tag such as `orders:{42}` to choose their slot yourself.
+ */
+export class CrossSlotError extends RelockError {
+  constructor(detail: string, options?: { cause?: unknown }) {
+    super(
+      'CROSS_SLOT',
+      `${detail}. On Redis Cluster all keys of one operation must hash to one slot: put the part that must match between braces (a hash tag), e.g. "lock:{user42}:orders" and "lock:{user42}:payments" share the slot of "user42"`,
+      options,
+    );
+  }
+}
+
+/**
+ * `syncReplicas` is on and no replica acknowledged a write within the timeout (Redisson's
+ * `NoSyncedSlavesException`): the acquisition was undone, so a failover right now could not hand the same
+ * lock to someone else. Retried per the retry policy before it reaches the caller.
+ */
+export class NoSyncedReplicasError extends RelockError {
+  constructor(readonly key: string, readonly replicas: number, readonly timeoutMs: number) {
+    super('NO_SYNCED_REPLICAS', `none of ${replicas} replica(s) acknowledged the write to "${key}" within ${timeoutMs} ms; the acquisition was undone (raise syncReplicas.timeout, or check replication)`);
+  }
+}

@@ -9,10 +9,12 @@ export { createLockClient, LockClient, type LockClientEvents, type LockClientOpt
 export { runInContext } from './context.js';
 export {
   ClientClosedError,
+  CrossSlotError,
   IllegalMonitorStateError,
   InvalidArgumentError,
   LockAcquireTimeoutError,
   LockLostError,
+  NoSyncedReplicasError,
   RedisCommandError,
   RedisUnavailableError,
   RelockError,

@@ -1,4 +1,4 @@
-import { InvalidArgumentError } from './errors.js';
+import { CrossSlotError, InvalidArgumentError } from './errors.js';
 
 /**
  * Key and channel names. Every key and channel of one object carries the same Redis Cluster hash tag,
@@ -23,10 +23,7 @@ export function hashTag(key: string): string | undefined {
 export function tagged(key: string): string {
   if (hashTag(key) !== undefined) return key;
   if (!key.includes('{') && !key.includes('}')) return `{${key}}`;
-  throw new InvalidArgumentError(
-    'name',
-    `"${key}" contains "{" or "}" that do not form a Redis Cluster hash tag; use a tag with at least one character between the braces (such as "orders:{42}") or no braces at all`,
-  );
+  throw new CrossSlotError(`"${key}" contains "{" or "}" that do not form a hash tag, so relock cannot give its other keys and channels the same slot; use a tag with at least one character between the braces, or no braces at all`);
 }
 
 /** Validates an object name (non-empty string) and returns `keyPrefix + name`. */

@@ -188,9 +188,11 @@ export class RLock {
     let sentAt = 0;
     const result = await this.core.executor.run(
       'lock.acquire',
-      () => {
+      async () => {
         sentAt = monotonic();
-        return this.runAcquire(owner, String(leaseMs), guard.armed ? String(guard.before) : '');
+        const result = await this.runAcquire(owner, String(leaseMs), guard.armed ? String(guard.before) : '');
+        if (result.granted && this.core.replicaSync) await this.confirmReplicated(owner);
+        return result;
       },
       {
         idempotent: true,
@@ -277,6 +279,16 @@ export class RLock {
   private runUnlock(owner: string, latch: string, attempt: number): Promise<unknown> {
     const { connection, latches } = this.core;
     return UNLOCK.run(connection, [this.key, latch], [owner, this.channel, connection.publishCommand, latches.ttlArg, attempt > 1 ? '1' : '0']);
+  }
+
+  /** `syncReplicas`: a grant no replica acknowledged is undone before the error goes up (Redisson #4822). */
+  private async confirmReplicated(owner: string): Promise<void> {
+    try {
+      await this.core.replicaSync!.confirm(this.key);
+    } catch (error) {
+      await this.undo(owner);
+      throw error;
+    }
   }
 
   /** Undoes an acquisition that went through after its caller gave up. */

@@ -170,8 +170,18 @@ function standaloneConnection(client: StandaloneClient, owned: boolean, onError:
   };
 }
 
+/**
+ * A node-redis cluster: commands are routed by their first key (the object's main key, so every key of a
+ * script is in that slot), waiting uses sharded pub/sub (SSUBSCRIBE, Redis 7+) on the slot's primary.
+ * node-redis follows MOVED/ASK and re-subscribes sharded channels when slots move; relock wakes its
+ * waiters whenever a node connection becomes ready again, since messages may have been lost meanwhile.
+ */
 function clusterConnection(cluster: ClusterClient): Connection {
   const resubscribed: Array<() => void> = [];
+  const onNodeReady = (): void => {
+    for (const cb of resubscribed) cb();
+  };
+  cluster.on('node-ready', onNodeReady);
   return {
     topology: 'cluster',
     clientKeyPrefix: cluster._keyPrefix,
@@ -180,12 +190,20 @@ function clusterConnection(cluster: ClusterClient): Connection {
     subscribe: async (channel, listener) => void (await cluster.sSubscribe!(channel, listener)),
     unsubscribe: async (channel, listener) => void (await cluster.sUnsubscribe!(channel, listener)),
     onResubscribed: (callback) => void resubscribed.push(callback),
-    close: async () => {},
+    close: async () => void cluster.off?.('node-ready', onNodeReady),
   };
 }
 
+/**
+ * A node-redis Sentinel client: commands go to the current primary; after a failover node-redis moves
+ * its connections (and pub/sub) to the new primary and relock wakes its waiters on `topology-change`.
+ */
 function sentinelConnection(sentinel: SentinelClient): Connection {
   const resubscribed: Array<() => void> = [];
+  const onTopologyChange = (): void => {
+    for (const cb of resubscribed) cb();
+  };
+  sentinel.on('topology-change', onTopologyChange);
   return {
     topology: 'sentinel',
     clientKeyPrefix: sentinel._keyPrefix,
@@ -194,7 +212,7 @@ function sentinelConnection(sentinel: SentinelClient): Connection {
     subscribe: async (channel, listener) => void (await sentinel.subscribe(channel, listener)),
     unsubscribe: async (channel, listener) => void (await sentinel.unsubscribe(channel, listener)),
     onResubscribed: (callback) => void resubscribed.push(callback),
-    close: async () => {},
+    close: async () => void sentinel.off?.('topology-change', onTopologyChange),
   };
 }
 

@@ -1,6 +1,6 @@
 import pRetry from 'p-retry';
 import type { Logger } from 'pino';
-import { ClientClosedError, RedisCommandError, RedisUnavailableError, RelockError, WrongTypeError } from '../errors.js';
+import { ClientClosedError, CrossSlotError, RedisCommandError, RedisUnavailableError, RelockError, WrongTypeError } from '../errors.js';
 import { monotonic } from '../time.js';
 import { outsideContexts } from '../context.js';
 import type { Connection } from './connection.js';
@@ -216,6 +216,8 @@ export class Executor {
         return new RedisUnavailableError(operation, { cause: error });
       case 'closed':
         return new ClientClosedError({ cause: error });
+      case 'crossslot':
+        return new CrossSlotError(`Redis refused ${operation}`, { cause: error });
       case 'wrongtype': {
         const key = options.expects?.key ?? '?';
         const actual = options.expects ? await this.connection.send(key, ['TYPE', key]).catch(() => 'unknown') : 'unknown';

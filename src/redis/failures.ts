@@ -6,9 +6,10 @@
  *   reply came within the response timeout): retry only operations that are idempotent.
  * - `closed`: the node-redis client was closed by its owner.
  * - `wrongtype`: Redis WRONGTYPE, the key holds another data type.
+ * - `crossslot`: Redis CROSSSLOT, the keys are in different cluster slots.
  * - `fatal`: anything else (a script error, an unknown reply).
  */
-export type Failure = 'transient' | 'ambiguous' | 'closed' | 'wrongtype' | 'fatal';
+export type Failure = 'transient' | 'ambiguous' | 'closed' | 'wrongtype' | 'crossslot' | 'fatal';
 
 const TRANSIENT_REPLIES = /^(LOADING|BUSY|TRYAGAIN|CLUSTERDOWN|MASTERDOWN|READONLY|NOREPLICAS|MOVED|ASK)\b/;
 const NOT_SENT = new Set(['ClientOfflineError', 'ConnectionTimeoutError', 'RootNodesUnavailableError', 'TimeoutError', 'CommandTimeoutDuringMaintenanceError', 'MaxCommandRedirectionsError', 'ReconnectStrategyError']);
@@ -25,6 +26,8 @@ export function classify(error: unknown): Failure {
   if (code !== undefined && NOT_SENT_CODES.has(code)) return 'transient';
   if (code !== undefined && code.startsWith('E')) return 'ambiguous';
   if (error.message.startsWith('WRONGTYPE')) return 'wrongtype';
+  if (error.message.startsWith('CROSSSLOT')) return 'crossslot';
+  if (kind === 'NoSyncedReplicasError' || error.message.startsWith('ERR WAIT cannot be used with replica')) return 'transient';
   if (TRANSIENT_REPLIES.test(error.message)) return 'transient';
   return 'fatal';
 }

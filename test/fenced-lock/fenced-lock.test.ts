@@ -97,7 +97,7 @@ describe('FencedLock', () => {
         return w;
       }),
     );
-    for (const w of procs) w.send({ cmd: 'fenced', name, rounds: 250, leaseMs: 60, abandonEvery: 25 });
+    for (const w of procs) w.send({ cmd: 'fenced', name, rounds: 250, leaseMs: 150, abandonEvery: 25 });
     const perWorker = (await Promise.all(procs.map((w) => w.next('tokens', 60_000)))).map((m) => (m.tokens as string[]).map(BigInt));
     const all = perWorker.flat().sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
     expect(all).toHaveLength(1000);

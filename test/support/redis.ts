@@ -59,6 +59,23 @@ export async function freePort(): Promise<number> {
   });
 }
 
+async function isFree(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const server = createServer();
+    server.unref();
+    server.once('error', () => resolve(false));
+    server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
+  });
+}
+
+/** A free port P whose cluster bus port P + 10000 is free too. */
+export async function freeClusterPort(): Promise<number> {
+  for (;;) {
+    const port = 20_000 + Math.floor(Math.random() * 25_000);
+    if ((await isFree(port)) && (await isFree(port + 10_000))) return port;
+  }
+}
+
 /** Start (or connect to) a Redis for one test file. Call `stop()` in `afterAll`. */
 export async function startRedis(options: StartOptions = {}): Promise<RedisServer> {
   if (process.env.REDIS_URL && !options.controllable) return external(process.env.REDIS_URL);

@@ -1,0 +1,113 @@
+/**
+ * A real Redis Cluster for tests: 3 primaries with 1 replica each (`redis-server --cluster-enabled yes` on
+ * free ports, joined by `redis-cli --cluster create`), and helpers to fail it over.
+ */
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { createClient, createCluster } from 'redis';
+import { freeClusterPort, startRedis, type RedisServer } from './redis.js';
+import { waitUntil } from './helpers.js';
+
+const run = promisify(execFile);
+
+const newCluster = (url: string) => createCluster({ rootNodes: [{ url }] });
+/** The node-redis cluster client type these tests use. */
+export type ClusterClient = ReturnType<typeof newCluster>;
+
+export interface ClusterNode {
+  readonly server: RedisServer;
+  readonly port: number;
+}
+
+export interface RedisClusterHandle {
+  readonly nodes: ClusterNode[];
+  /** `[{ url }]` root nodes for `createCluster`. */
+  readonly rootNodes: Array<{ url: string }>;
+  /** A connected node-redis cluster client (closed by `stop()`). */
+  connect(): Promise<ClusterClient>;
+  /** The node currently serving `key`'s slot as primary, and its replicas. */
+  roles(key: string): Promise<{ primary: ClusterNode; replicas: ClusterNode[] }>;
+  /** `CLUSTER FAILOVER` on a replica of `key`'s primary; resolves when that replica serves the slot. */
+  failover(key: string): Promise<ClusterNode>;
+  /** Runs a command on one node. */
+  command(node: ClusterNode, args: string[]): Promise<unknown>;
+  stop(): Promise<void>;
+}
+
+export async function startCluster(): Promise<RedisClusterHandle> {
+  const ports: number[] = [];
+  while (ports.length < 6) {
+    const port = await freeClusterPort();
+    if (!ports.includes(port)) ports.push(port);
+  }
+  const servers = await Promise.all(
+    ports.map((port) =>
+      startRedis({ controllable: true, port, args: ['--cluster-enabled', 'yes', '--cluster-config-file', 'nodes.conf', '--cluster-node-timeout', '2000', '--repl-diskless-sync-delay', '0'] }),
+    ),
+  );
+  const nodes = servers.map((server) => ({ server, port: server.port }));
+  const clients: Array<{ close(): Promise<unknown> }> = [];
+  try {
+    await run('redis-cli', ['--cluster', 'create', ...nodes.map((n) => `127.0.0.1:${n.port}`), '--cluster-replicas', '1', '--cluster-yes']);
+    const command = async (node: ClusterNode, args: string[]): Promise<unknown> => {
+      const client = createClient({ url: node.server.url });
+      client.on('error', () => {});
+      await client.connect();
+      try {
+        return await client.sendCommand(args);
+      } finally {
+        await client.close();
+      }
+    };
+    const stateOk = async (): Promise<boolean> => {
+      for (const node of nodes) {
+        const info = String(await command(node, ['CLUSTER', 'INFO']));
+        if (!info.includes('cluster_state:ok') || !info.includes('cluster_slots_ok:16384')) return false;
+      }
+      return true;
+    };
+    await waitUntil(stateOk, 20_000, 100, 'the cluster to be ready');
+
+    const nodeOf = (port: number): ClusterNode => nodes.find((n) => n.port === port)!;
+    const roles = async (key: string): Promise<{ primary: ClusterNode; replicas: ClusterNode[] }> => {
+      for (const node of nodes) {
+        if (node.server.controllable === false) continue;
+        const slot = Number(await command(node, ['CLUSTER', 'KEYSLOT', key]).catch(() => -1));
+        if (slot < 0) continue;
+        const shards = (await command(node, ['CLUSTER', 'SLOTS'])) as Array<[number, number, ...Array<[string, number, string]>]>;
+        for (const [from, to, primary, ...replicas] of shards) {
+          if (slot >= Number(from) && slot <= Number(to)) return { primary: nodeOf(Number(primary[1])), replicas: replicas.map((r) => nodeOf(Number(r[1]))) };
+        }
+      }
+      throw new Error(`no node serves ${key}`);
+    };
+    return {
+      nodes,
+      rootNodes: nodes.map((n) => ({ url: n.server.url })),
+      async connect() {
+        const cluster = newCluster(nodes[0]!.server.url);
+        cluster.on('error', () => {});
+        await cluster.connect();
+        clients.push(cluster);
+        return cluster;
+      },
+      roles,
+      command,
+      async failover(key) {
+        const { primary, replicas } = await roles(key);
+        const replica = replicas[0]!;
+        await waitUntil(async () => String(await command(replica, ['INFO', 'replication'])).includes('master_link_status:up'), 10_000, 50, 'the replica to be in sync');
+        await command(replica, ['CLUSTER', 'FAILOVER']);
+        await waitUntil(async () => (await roles(key)).primary.port === replica.port, 15_000, 50, `node ${replica.port} to take over from ${primary.port}`);
+        return replica;
+      },
+      async stop() {
+        await Promise.all(clients.splice(0).map((c) => c.close().catch(() => {})));
+        await Promise.all(servers.map((s) => s.stop()));
+      },
+    };
+  } catch (error) {
+    await Promise.all(servers.map((s) => s.stop()));
+    throw error;
+  }
+}
