@@ -12,7 +12,7 @@
  */
 import { createInterface } from 'node:readline';
 import { createClient } from 'redis';
-import { createLockClient, type LockHandle } from '../../../src/index.js';
+import { createLockClient, IllegalMonitorStateError, type LockHandle } from '../../../src/index.js';
 
 const args = JSON.parse(process.argv[2] ?? '{}') as { url: string; lockWatchdogTimeout?: number };
 const redis = createClient({ url: args.url });
@@ -58,7 +58,11 @@ for await (const line of createInterface({ input: process.stdin })) {
       if (token === undefined) continue;
       tokens.push(token.toString());
       // A lease can run out on a loaded machine before the unlock: that is the takeover case, not an error.
-      if (tokens.length % (command.abandonEvery as number) !== 0) await lock.unlock().catch((e: unknown) => e);
+      if (tokens.length % (command.abandonEvery as number) !== 0) {
+        await lock.unlock().catch((error: unknown) => {
+          if (!(error instanceof IllegalMonitorStateError)) throw error;
+        });
+      }
     }
     say({ type: 'tokens', tokens });
   } else if (command.cmd === 'block') {
