@@ -119,6 +119,7 @@ export class LockClient extends EventEmitter<LockClientEvents> {
         if (this.closed) throw new ClientClosedError();
       },
     };
+    connection.onReconnected(() => this.core.watchdog.renewAllNow());
   }
 
   /**

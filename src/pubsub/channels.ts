@@ -101,7 +101,7 @@ export class Channels {
     private readonly connection: Connection,
     private readonly log: Logger,
   ) {
-    connection.onResubscribed(() => {
+    connection.onReconnected(() => {
       this.log.debug({ channels: this.channels.size }, 'subscriber reconnected; waking all waiters');
       for (const channel of this.channels.values()) channel.wake(Infinity);
     });

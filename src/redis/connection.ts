@@ -24,8 +24,11 @@ export interface Connection {
   send(firstKey: string | undefined, args: readonly string[]): Promise<unknown>;
   subscribe(channel: string, listener: MessageListener): Promise<void>;
   unsubscribe(channel: string, listener: MessageListener): Promise<void>;
-  /** `callback` runs each time the subscriber connection is back after a disconnect. */
-  onResubscribed(callback: () => void): void;
+  /**
+   * `callback` runs each time a connection came back after a disconnect or the deployment's topology
+   * changed (failover, slots moved): pub/sub messages may have been lost meanwhile and holds may be gone.
+   */
+  onReconnected(callback: () => void): void;
   /** Closes the connections relock created; leaves a user-supplied client open. */
   close(): Promise<void>;
 }
@@ -122,19 +125,17 @@ function standaloneConnection(client: StandaloneClient, owned: boolean, onError:
   ready?.catch(() => {});
   let subscriber: StandaloneClient | undefined;
   let subscriberReady: Promise<unknown> | undefined;
-  const resubscribed: Array<() => void> = [];
+  const reconnected = new Notifier();
+  const onCommandReady = reconnected.afterFirst(client.isReady);
+  client.on('ready', onCommandReady);
 
   const getSubscriber = (): Promise<unknown> => {
     if (!subscriberReady) {
       subscriberReady = outsideContexts(() => {
         const sub = client.duplicate({ disableOfflineQueue: false });
         subscriber = sub;
-        let connectedOnce = false;
         sub.on('error', (e) => onError(e, 'subscriber'));
-        sub.on('ready', () => {
-          if (connectedOnce) for (const cb of resubscribed) cb();
-          connectedOnce = true;
-        });
+        sub.on('ready', reconnected.afterFirst(false));
         return sub.connect();
       });
       subscriberReady.catch(() => {});
@@ -160,10 +161,9 @@ function standaloneConnection(client: StandaloneClient, owned: boolean, onError:
     async unsubscribe(channel, listener) {
       if (subscriber?.isOpen) await subscriber.unsubscribe(channel, listener);
     },
-    onResubscribed(callback) {
-      resubscribed.push(callback);
-    },
+    onReconnected: reconnected.add,
     async close() {
+      client.off?.('ready', onCommandReady);
       const toClose = owned ? [subscriber, client] : [subscriber];
       await Promise.all(toClose.map((c) => (c ? closeClient(c) : undefined)));
     },
@@ -177,11 +177,8 @@ function standaloneConnection(client: StandaloneClient, owned: boolean, onError:
  * waiters whenever a node connection becomes ready again, since messages may have been lost meanwhile.
  */
 function clusterConnection(cluster: ClusterClient): Connection {
-  const resubscribed: Array<() => void> = [];
-  const onNodeReady = (): void => {
-    for (const cb of resubscribed) cb();
-  };
-  cluster.on('node-ready', onNodeReady);
+  const reconnected = new Notifier();
+  cluster.on('node-ready', reconnected.notify);
   return {
     topology: 'cluster',
     clientKeyPrefix: cluster._keyPrefix,
@@ -189,8 +186,8 @@ function clusterConnection(cluster: ClusterClient): Connection {
     send: (firstKey, args) => cluster.sendCommand(firstKey, false, args, COMMAND_OPTIONS),
     subscribe: async (channel, listener) => void (await cluster.sSubscribe!(channel, listener)),
     unsubscribe: async (channel, listener) => void (await cluster.sUnsubscribe!(channel, listener)),
-    onResubscribed: (callback) => void resubscribed.push(callback),
-    close: async () => void cluster.off?.('node-ready', onNodeReady),
+    onReconnected: reconnected.add,
+    close: async () => void cluster.off?.('node-ready', reconnected.notify),
   };
 }
 
@@ -199,11 +196,8 @@ function clusterConnection(cluster: ClusterClient): Connection {
  * its connections (and pub/sub) to the new primary and relock wakes its waiters on `topology-change`.
  */
 function sentinelConnection(sentinel: SentinelClient): Connection {
-  const resubscribed: Array<() => void> = [];
-  const onTopologyChange = (): void => {
-    for (const cb of resubscribed) cb();
-  };
-  sentinel.on('topology-change', onTopologyChange);
+  const reconnected = new Notifier();
+  sentinel.on('topology-change', reconnected.notify);
   return {
     topology: 'sentinel',
     clientKeyPrefix: sentinel._keyPrefix,
@@ -211,9 +205,26 @@ function sentinelConnection(sentinel: SentinelClient): Connection {
     send: (_firstKey, args) => sentinel.sendCommand(false, args, COMMAND_OPTIONS),
     subscribe: async (channel, listener) => void (await sentinel.subscribe(channel, listener)),
     unsubscribe: async (channel, listener) => void (await sentinel.unsubscribe(channel, listener)),
-    onResubscribed: (callback) => void resubscribed.push(callback),
-    close: async () => void sentinel.off?.('topology-change', onTopologyChange),
+    onReconnected: reconnected.add,
+    close: async () => void sentinel.off?.('topology-change', reconnected.notify),
   };
+}
+
+/** Callbacks run when a connection is back or the topology changed. */
+class Notifier {
+  private readonly callbacks: Array<() => void> = [];
+  readonly add = (callback: () => void): void => void this.callbacks.push(callback);
+  readonly notify = (): void => {
+    for (const callback of this.callbacks) callback();
+  };
+  /** A `'ready'` listener that notifies from the second ready on (or the first, when already `ready`). */
+  afterFirst(alreadyReady: boolean): () => void {
+    let seen = alreadyReady;
+    return () => {
+      if (seen) this.notify();
+      seen = true;
+    };
+  }
 }
 
 async function closeClient(client: StandaloneClient): Promise<void> {

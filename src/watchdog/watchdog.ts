@@ -152,6 +152,15 @@ export class Watchdog {
     return renewal && renewal.holds > 0 ? renewal : undefined;
   }
 
+  /**
+   * Renews every hold now (after a reconnect or a failover): a hold that did not survive is reported lost
+   * at once instead of at its next scheduled renewal.
+   */
+  renewAllNow(): void {
+    const now = monotonic();
+    for (const renewal of [...this.queue.values()]) this.schedule(renewal, now, true);
+  }
+
   /** Stops all renewals (shutdown); the keys expire within one lease. */
   stop(): void {
     this.stopped = true;

@@ -80,14 +80,14 @@ describe('watchdog', () => {
   });
 
   it('with the event loop lagging 40% of the renewal interval, no lease lapses (known failure 8)', async () => {
-    const client = lockClient(redis, { lockWatchdogTimeout: 900 });
+    const client = lockClient(redis, { lockWatchdogTimeout: 1500 });
     const lock = client.getLock(uniqueName());
     let lost = false;
     client.on('lockLost', () => (lost = true));
     await lock.lock();
-    const end = performance.now() + 2400;
+    const end = performance.now() + 4000;
     while (performance.now() < end) {
-      const until = performance.now() + 120;
+      const until = performance.now() + 200;
       while (performance.now() < until);
       await new Promise((resolve) => setImmediate(resolve));
     }
@@ -97,12 +97,14 @@ describe('watchdog', () => {
   });
 
   it('renews many locks in batches of watchdogBatchSize per script call', async () => {
-    const client = lockClient(redis, { lockWatchdogTimeout: 900, watchdogBatchSize: 100 });
+    const client = lockClient(redis, { lockWatchdogTimeout: 3000, watchdogBatchSize: 100 });
     const locks = Array.from({ length: 250 }, () => client.getLock(uniqueName()));
     await Promise.all(locks.map((l) => l.lock()));
-    await waitUntil(() => client.stats().renewalCalls >= 3, 2000, 10, 'one renewal round');
-    await sleep(50);
-    expect(client.stats().renewalCalls).toBe(3);
+    await waitUntil(() => client.stats().renewalCalls >= 3, 3000, 10, 'one renewal round');
+    await sleep(100);
+    // 250 holds in batches of 100: 3 calls, or 4 when a slow acquisition phase split them into two rounds.
+    expect(client.stats().renewalCalls).toBeGreaterThanOrEqual(3);
+    expect(client.stats().renewalCalls).toBeLessThanOrEqual(4);
     await Promise.all(locks.map((l) => l.unlock()));
     expect(client.stats().watchdogHolds).toBe(0);
   });

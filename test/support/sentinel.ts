@@ -77,7 +77,7 @@ export async function startSentinel(): Promise<SentinelSetup> {
     const reply = (await command(sentinelUrl, ['SENTINEL', 'GET-MASTER-ADDR-BY-NAME', MASTER_NAME])) as [string, string] | null;
     return Number(reply?.[1] ?? 0);
   };
-  const waitForPrimary = (port: number, timeoutMs = 20_000): Promise<void> =>
+  const waitForPrimary = (port: number, timeoutMs = 45_000): Promise<void> =>
     waitUntil(async () => (await primaryPort().catch(() => 0)) === port, timeoutMs, 100, `Sentinel to report ${port} as primary`).then(() => {});
   const stopAll = async (): Promise<void> => {
     await Promise.all(clients.splice(0).map((c) => c.close().catch(() => {})));

@@ -39,8 +39,9 @@ export async function startProxy(targetHost: string, targetPort: number): Promis
       else if (to.writable) to.write(chunk);
     });
   };
-  const server: Server = createServer((client) => {
+  const server: Server = createServer({ noDelay: true }, (client) => {
     const upstream = new Socket();
+    upstream.setNoDelay(true);
     sockets.add(client);
     sockets.add(upstream);
     const drop = (): void => {
