@@ -65,6 +65,7 @@ export class RLock {
   /** The owner used outside any context. */
   private readonly own: LockContext = detachedContext();
   private readonly holdKey: string;
+  private readonly latchPrefix: string;
 
   /** @internal Use `LockClient.getLock(name)`. */
   constructor(
@@ -75,6 +76,7 @@ export class RLock {
     this.key = mainKey(core.keyPrefix, name);
     this.channel = auxName(core.keyPrefix, 'channel', this.key);
     this.holdKey = `${core.id} ${this.key}`;
+    this.latchPrefix = core.latches.prefix(this.key);
   }
 
   /** The name given to `getLock()` (Redisson's `getName()`). */
@@ -259,7 +261,7 @@ export class RLock {
     const owner = this.ownerOf(ctx);
     core.watchdog.release(this.key, owner);
     core.checkOpen();
-    const latch = core.latches.create(this.key);
+    const latch = core.latches.next(this.latchPrefix);
     let reply: unknown;
     try {
       reply = await core.executor.run('lock.unlock', (attempt) => this.runUnlock(owner, latch, attempt), { idempotent: true, expects: { key: this.key, type: 'hash' } });
@@ -293,7 +295,7 @@ export class RLock {
 
   /** Undoes an acquisition that went through after its caller gave up. */
   private async undo(owner: string): Promise<void> {
-    const latch = this.core.latches.create(this.key);
+    const latch = this.core.latches.next(this.latchPrefix);
     try {
       await this.core.executor.run('lock.unlock', (attempt) => this.runUnlock(owner, latch, attempt), { idempotent: true });
     } catch (error) {

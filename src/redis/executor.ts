@@ -110,7 +110,7 @@ export class Executor {
    */
   async run<T>(operation: string, call: (attempt: number) => Promise<T>, options: RunOptions<T>): Promise<T> {
     if (this.closed) throw new ClientClosedError();
-    const dangling: Array<Promise<T>> = [];
+    const dangling: Array<Promise<T>> | undefined = options.onLateResults ? [] : undefined;
     let first: unknown;
     try {
       return await this.bounded(call(1), this.responseTimeout, options.signal, dangling);
@@ -137,7 +137,7 @@ export class Executor {
         },
       );
     } catch (error) {
-      if (options.onLateResults && dangling.length > 0) {
+      if (options.onLateResults && dangling && dangling.length > 0) {
         const report = options.onLateResults;
         void Promise.allSettled(dangling).then((results) => {
           const values = results.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : []));

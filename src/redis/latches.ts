@@ -31,9 +31,14 @@ export class UnlockLatches {
     this.ttlArg = String(ttlMs);
   }
 
-  /** A fresh latch key for one unlock call on the object whose main key is `key`. */
-  create(key: string): string {
-    return auxName(this.keyPrefix, 'unlock', key, `${this.clientId}:${newId()}`);
+  /** The part of latch keys that is the same for every unlock of the object whose main key is `key`. */
+  prefix(key: string): string {
+    return `${auxName(this.keyPrefix, 'unlock', key)}:${this.clientId}:`;
+  }
+
+  /** A fresh latch key for one unlock call; `prefix` from `prefix(key)`. */
+  next(prefix: string): string {
+    return prefix + newId();
   }
 
   /** The unlock call that used `latch` returned: delete the latch soon. */
