@@ -21,7 +21,7 @@ export function acquisitionLease(leaseMs: number): number {
   return leaseMs + Math.max(leaseMs, 100);
 }
 
-/** How one round ended when it did not get every member. */
+/** How one round ended: every member held, the wait ran out, or a member it could not get. */
 type RoundResult =
   | { readonly holding: Holding }
   /** The wait for the blocking member ran out. */
@@ -139,6 +139,7 @@ export class MultiLock extends GroupLock {
         else failed = i;
       }
       if (failed < 0 && leaseMs !== undefined) [failed, error] = await this.finalLease(ctxs, held, grants, leaseMs);
+      signal?.throwIfAborted();
       if (failed < 0) return { holding: { held, grants } };
     } catch (e) {
       await this.giveBack(ctxs, held);

@@ -142,7 +142,7 @@ export class RedLock extends GroupLock {
     const grants = results.map((r) => (r.status === 'fulfilled' ? r.value : undefined));
     const held = grants.flatMap((g, i) => (g ? [i] : []));
     const answered = results.filter((r) => r.status === 'fulfilled').length;
-    if (held.length >= this.quorum && validUntil > monotonic()) return { holding: { held, grants }, validUntil, answered, error: undefined };
+    if (!signal?.aborted && held.length >= this.quorum && validUntil > monotonic()) return { holding: { held, grants }, validUntil, answered, error: undefined };
     const errors = await releaseMembers(locks, ctxs, held);
     for (const err of errors) this.core.log.warn({ redLock: this.name, err }, 'could not release a RedLock node after a failed round; it expires with its lease');
     signal?.throwIfAborted();
