@@ -1,6 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import { ExponentialBackoff, resolveBackoff } from '../../src/backoff.js';
-import { ClientClosedError, IllegalMonitorStateError, InvalidArgumentError, runInContext } from '../../src/index.js';
+import { ClientClosedError, IllegalMonitorStateError, InvalidArgumentError, runInContext, WrongTypeError } from '../../src/index.js';
 import { activeTimers, closeAll, commandCalls, connect, lockClient, numsub, sleep, uniqueName, waitUntil, type Redis } from '../support/helpers.js';
 import { startRedis, type RedisServer } from '../support/redis.js';
 
@@ -46,6 +46,23 @@ describe('SpinLock', () => {
     await rlock.lock();
     expect(await client.getSpinLock(name).tryLock()).toBe(false);
     await rlock.unlock();
+  });
+
+  it('an unlock after the lease expired fails at once and leaves the new holder alone; a name holding a string fails with WrongTypeError (known failures 1–3)', async () => {
+    const name = uniqueName();
+    const a = lockClient(redis).getSpinLock(name);
+    expect(await a.tryLock(0, 100, 'ms')).toBe(true);
+    const b = lockClient(redis).getSpinLock(name);
+    expect(await b.tryLock(2, 5, 'seconds')).toBe(true);
+    const started = performance.now();
+    await expect(a.unlock()).rejects.toBeInstanceOf(IllegalMonitorStateError);
+    expect(performance.now() - started).toBeLessThan(100);
+    expect(await b.getHoldCount()).toBe(1);
+    await b.unlock();
+
+    const taken = uniqueName();
+    await redis.set(taken, 'application data');
+    await expect(lockClient(redis).getSpinLock(taken).tryLock(1, 'seconds')).rejects.toBeInstanceOf(WrongTypeError);
   });
 
   it('keeps mutual exclusion for a read-modify-write counter across clients and contexts', async () => {
