@@ -66,7 +66,7 @@ describe('MultiLock', () => {
     await blocker.unlock();
     const releasedAt = performance.now();
     expect(await waiting).toBe(true);
-    expect(acquiredAt - releasedAt).toBeLessThan(300);
+    expect(acquiredAt - releasedAt).toBeLessThan(1000); // woken by pub/sub, not the 30 s TTL timer
     expect(await multi.isHeldByCurrentContext()).toBe(true);
     await multi.unlock();
   });
