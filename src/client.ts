@@ -6,6 +6,9 @@ import { ClientClosedError, InvalidArgumentError } from './errors.js';
 import { mainKey } from './keys.js';
 import { FencedLock } from './fenced-lock/fenced-lock.js';
 import { RLock, type AcquireOptions } from './lock/lock.js';
+import { MultiLock } from './multi-lock/multi-lock.js';
+import { RedLock } from './red-lock/red-lock.js';
+import { SpinLock, type SpinLockOptions } from './spin-lock/spin-lock.js';
 import { Channels } from './pubsub/channels.js';
 import { openConnection, type Connection } from './redis/connection.js';
 import { DEFAULT_RETRY, Executor, type RetryPolicy } from './redis/executor.js';
@@ -137,6 +140,38 @@ export class LockClient extends EventEmitter<LockClientEvents> {
    */
   getFencedLock(name: string): FencedLock {
     return new FencedLock(this.core, name);
+  }
+
+  /**
+   * A reentrant lock that waits by polling with exponential backoff instead of pub/sub (Redisson's
+   * `getSpinLock`): the `RLock` hash, scripts and watchdog, no subscription, and unlocks that publish
+   * nothing; see `SpinLock`. `options` (ms): `initialDelay` (default 1), `maxDelay` (default 128),
+   * `multiplier` (default 2). Each call returns a new object. Throws `InvalidArgumentError` for a bad name
+   * or option.
+   */
+  getSpinLock(name: string, options?: SpinLockOptions): SpinLock {
+    return new SpinLock(this.core, name, options);
+  }
+
+  /**
+   * All-or-nothing over `locks` (Redisson's `getMultiLock`): any relock locks (`getLock`, `getFencedLock`,
+   * `getSpinLock`, …), possibly from other `LockClient`s on other Redis servers. It never waits while
+   * holding part of the set; see `MultiLock`. Throws `InvalidArgumentError` when no lock is given, one is
+   * not a relock lock, or one is given twice.
+   */
+  getMultiLock(...locks: RLock[]): MultiLock {
+    return new MultiLock(this.core, locks);
+  }
+
+  /**
+   * The Redlock algorithm over `locks`, one per independent Redis master, each from its own `LockClient`
+   * (Redisson's deprecated `getRedLock`): held when a quorum `floor(N / 2) + 1` granted within the lease
+   * minus elapsed time and clock drift; see `RedLock`, and prefer `getFencedLock` on a replicated master.
+   * Throws `InvalidArgumentError` when no lock is given, one is not a relock lock, or two come from the
+   * same `LockClient`.
+   */
+  getRedLock(...locks: RLock[]): RedLock {
+    return new RedLock(this.core, locks);
   }
 
   /**

@@ -23,6 +23,10 @@ export {
 export { FencedLock } from './fenced-lock/fenced-lock.js';
 export { LockHandle } from './lock/handle.js';
 export { RLock, type AcquireOptions } from './lock/lock.js';
+export type { GroupLock } from './multi-lock/group-lock.js';
+export { MultiLock } from './multi-lock/multi-lock.js';
+export { RedLock } from './red-lock/red-lock.js';
+export { SpinLock, type SpinLockOptions } from './spin-lock/spin-lock.js';
 export type { RetryPolicy } from './redis/executor.js';
 export type { TimeUnit } from './time.js';
 export type { LockLostEvent } from './watchdog/watchdog.js';

@@ -8,6 +8,26 @@ import type { RenewalKind } from '../watchdog/watchdog.js';
 import { LockHandle } from './handle.js';
 import { ACQUIRE, FORCE_UNLOCK, RENEW, UNLOCK } from './scripts.js';
 
+/**
+ * @internal RLock's protected steps, for the objects that drive RLocks as members (MultiLock, RedLock):
+ * they resolve the caller's owner once, acquire with an abort signal and get the grant's send time,
+ * release by owner, build member handles and set a final lease. Not exported from the package.
+ */
+export interface MemberSteps {
+  context(lock: RLock): LockContext;
+  acquire(lock: RLock, ctx: LockContext, waitMs: number, leaseMs: number | undefined, signal: AbortSignal | undefined): Promise<Grant | undefined>;
+  release(lock: RLock, ctx: LockContext): Promise<void>;
+  handle(lock: RLock, ctx: LockContext, grant: Grant, leaseMs: number | undefined): LockHandle;
+  setLease(lock: RLock, ctx: LockContext, leaseMs: number): Promise<number | undefined>;
+  /** The id of the `LockClient` that made the lock. */
+  clientId(lock: RLock): string;
+  /** That client's `lockWatchdogTimeout` (ms). */
+  watchdogLease(lock: RLock): number;
+}
+
+/** @internal Set by `RLock`'s static block (only the class body may call its protected methods). */
+export let memberSteps: MemberSteps;
+
 /** Options of `acquire()` and `LockClient.withLock()`. Times are in `unit`, milliseconds by default. */
 export interface AcquireOptions {
   /** How long to wait for the lock: 0 for one attempt; omitted or Infinity to wait until it is free. */
@@ -66,6 +86,18 @@ export class RLock {
   private readonly own: LockContext = detachedContext();
   private readonly holdKey: string;
   private readonly latchPrefix: string;
+
+  static {
+    memberSteps = {
+      context: (lock) => lock.context(),
+      acquire: (lock, ctx, waitMs, leaseMs, signal) => lock.acquireAs(ctx, waitMs, leaseMs, signal),
+      release: (lock, ctx) => lock.unlockAs(ctx),
+      handle: (lock, ctx, grant, leaseMs) => lock.handle(ctx, grant, leaseMs),
+      setLease: (lock, ctx, leaseMs) => lock.setLease(ctx, leaseMs),
+      clientId: (lock) => lock.core.id,
+      watchdogLease: (lock) => lock.core.watchdog.leaseMs,
+    };
+  }
 
   /** @internal Use `LockClient.getLock(name)`. */
   constructor(
@@ -149,7 +181,7 @@ export class RLock {
     this.core.watchdog.forget(this.key);
     const deleted = await this.core.executor.run(
       'forceUnlock',
-      () => FORCE_UNLOCK.run(this.core.connection, [this.key], [this.channel, this.core.connection.publishCommand]),
+      () => FORCE_UNLOCK.run(this.core.connection, [this.key], [this.releaseChannel(), this.core.connection.publishCommand]),
       { idempotent: true },
     );
     return Number(deleted) === 1;
@@ -280,7 +312,31 @@ export class RLock {
 
   private runUnlock(owner: string, latch: string, attempt: number): Promise<unknown> {
     const { connection, latches } = this.core;
-    return UNLOCK.run(connection, [this.key, latch], [owner, this.channel, connection.publishCommand, latches.ttlArg, attempt > 1 ? '1' : '0']);
+    return UNLOCK.run(connection, [this.key, latch], [owner, this.releaseChannel(), connection.publishCommand, latches.ttlArg, attempt > 1 ? '1' : '0']);
+  }
+
+  /** The channel a release that frees the lock publishes on; the spin lock returns '' (publish nothing). */
+  protected releaseChannel(): string {
+    return this.channel;
+  }
+
+  /**
+   * Sets the lock's TTL to `leaseMs` if `ctx`'s owner holds it (the multi-lock's final lease, as Redisson's
+   * `expireAsync` on each member), with the renewal script. Resolves to the send time (monotonic ms), or
+   * `undefined` when the owner no longer holds it. A lock whose holds are not fields of its hash overrides it.
+   */
+  protected async setLease(ctx: LockContext, leaseMs: number): Promise<number | undefined> {
+    this.core.checkOpen();
+    let sentAt = 0;
+    const reply = await this.core.executor.run(
+      'lock.setLease',
+      () => {
+        sentAt = monotonic();
+        return RENEW.run(this.core.connection, [this.key], [String(leaseMs), this.ownerOf(ctx)]);
+      },
+      { idempotent: true },
+    );
+    return Number((reply as unknown[])[0]) === 1 ? sentAt : undefined;
   }
 
   /** `syncReplicas`: a grant no replica acknowledged is undone before the error goes up (Redisson #4822). */

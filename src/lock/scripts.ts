@@ -33,11 +33,12 @@ export const ACQUIRE = new Script(
 );
 
 /**
- * Unlock. KEYS[1] = lock, KEYS[2] = unlock latch of this call. ARGV[1] = owner, ARGV[2] = channel,
- * ARGV[3] = publish command (`publish` or `spublish`), ARGV[4] = latch TTL (ms), ARGV[5] = '1' when this
- * is a retry of the call. A retry replays the answer stored in the latch, if any; otherwise returns nil
- * when the owner does not hold the lock, 0 when one hold was released and others remain (TTL unchanged),
- * 1 when the lock was deleted and `0` published, and stores that answer in the latch.
+ * Unlock. KEYS[1] = lock, KEYS[2] = unlock latch of this call. ARGV[1] = owner, ARGV[2] = channel ('' to
+ * publish nothing: the spin lock), ARGV[3] = publish command (`publish` or `spublish`), ARGV[4] = latch
+ * TTL (ms), ARGV[5] = '1' when this is a retry of the call. A retry replays the answer stored in the
+ * latch, if any; otherwise returns nil when the owner does not hold the lock, 0 when one hold was released
+ * and others remain (TTL unchanged), 1 when the lock was deleted and `0` published, and stores that answer
+ * in the latch.
  */
 export const UNLOCK = new Script(
   'lock.unlock',
@@ -52,18 +53,21 @@ if tonumber(count) > 1 then
   redis.call('hincrby', KEYS[1], ARGV[1], -1)
 else
   redis.call('del', KEYS[1])
-  redis.call(ARGV[3], ARGV[2], '0')
+  if ARGV[2] ~= '' then redis.call(ARGV[3], ARGV[2], '0') end
   result = 1
 end
 redis.call('set', KEYS[2], result, 'px', ARGV[4])
 return result`,
 );
 
-/** Force unlock. KEYS[1] = lock. ARGV[1] = channel, ARGV[2] = publish command. Returns 1 when a lock was deleted, else 0. */
+/**
+ * Force unlock. KEYS[1] = lock. ARGV[1] = channel ('' to publish nothing), ARGV[2] = publish command.
+ * Returns 1 when a lock was deleted, else 0.
+ */
 export const FORCE_UNLOCK = new Script(
   'lock.forceUnlock',
   `if redis.call('del', KEYS[1]) == 1 then
-  redis.call(ARGV[2], ARGV[1], '0')
+  if ARGV[1] ~= '' then redis.call(ARGV[2], ARGV[1], '0') end
   return 1
 end
 return 0`,

@@ -1,0 +1,181 @@
+import { pause, roundDelay } from '../backoff.js';
+import type { LockContext } from '../context.js';
+import { outsideContexts } from '../context.js';
+import type { Core } from '../core.js';
+import { IllegalMonitorStateError, RedisUnavailableError } from '../errors.js';
+import type { LockHandle } from '../lock/handle.js';
+import { memberSteps as steps, type Grant } from '../lock/lock.js';
+import { GroupLock, type Taken } from '../multi-lock/group-lock.js';
+import { failures, releaseMembers, settleWithin } from '../multi-lock/members.js';
+import { ResponseTimeoutError } from '../redis/failures.js';
+import { monotonic } from '../time.js';
+
+/** Clock drift allowance of the Redlock algorithm: `DRIFT_FACTOR × lease + DRIFT_MS`. */
+export const DRIFT_FACTOR = 0.01;
+export const DRIFT_MS = 2;
+/** Delays between rounds: full jitter, 10 ms doubling up to 200 ms. */
+const RETRY_BASE_MS = 10;
+const RETRY_CAP_MS = 200;
+/** With no wait limit, give up after this many rounds in a row in which no quorum of nodes answered. */
+const UNREACHABLE_ROUNDS = 5;
+/** `unlock()` and `release()` wait at most this long for nodes that do not answer. */
+export const RELEASE_WAIT_MS = 1000;
+
+/**
+ * How long a round waits for answers, for a lease (or watchdog timeout) of `leaseMs`: a tenth of it, at
+ * least 50 ms, at most 1 s. Nodes that have not answered by then count as failed for the round, so a dead
+ * or paused node costs a round at most this much, never the client's `responseTimeout`; and only when the
+ * other nodes cannot make a quorum without it.
+ */
+export function nodeTimeout(leaseMs: number): number {
+  return Math.min(1000, Math.max(50, leaseMs / 10));
+}
+
+/** How a round ended. */
+interface Round extends Partial<Taken> {
+  /** Monotonic end of validity (`start + lease − drift`). */
+  readonly validUntil: number;
+  /** Nodes that answered (granted or busy). */
+  readonly answered: number;
+  /** The first failure of a node that did not answer. */
+  readonly error: unknown;
+}
+
+/**
+ * The Redlock algorithm over independent Redis masters (Redisson's deprecated `RedissonRedLock`): a
+ * quorum of `floor(N / 2) + 1` members, each a lock from its own `LockClient` on its own master.
+ *
+ * A round sends one attempt to every node at once and waits for the answers, at most `nodeTimeout(lease)`;
+ * once a quorum granted, the other nodes get as long again as that took (at least 10 ms), and once a
+ * quorum is no longer possible the round stops. Attempts still in flight then are aborted, and a grant
+ * that lands later is undone. It succeeds when a quorum granted and the validity, `lease − elapsed − drift` with
+ * drift = `0.01 × lease + 2 ms`, is still positive; the handle from `acquire()` reports the validity as its
+ * `leaseTime` and its signal aborts when the validity ends (with a lease) or when fewer than a quorum of
+ * members remain held (without a lease, each member kept by its client's watchdog). Otherwise the round
+ * releases every node it was granted (a node whose reply came late is undone by its lock) and the next
+ * round follows after a random delay (full jitter, 10 ms doubling to 200 ms) while wait time remains.
+ * Busy nodes are polled this way, not waited for with pub/sub.
+ *
+ * When the wait ends and fewer than a quorum of nodes answered in the last round, `RedisUnavailableError`
+ * is thrown instead of "busy" (with no wait limit: after 5 such rounds in a row).
+ *
+ * **Prefer an `RLock` (with replica acknowledgement) plus fencing tokens (`getFencedLock`).** Redisson
+ * deprecated RedLock: its safety rests on timing assumptions (bounded pauses, network delays and clock
+ * drift; Kleppmann, "How to do distributed locking", 2016): a process paused past the validity, or a node
+ * whose clock jumps and expires the key early, lets a second client take a quorum while the first still
+ * believes it holds the lock; and the independent masters share no counter, so RedLock cannot hand out a
+ * fencing token that a resource could check. It also needs N independent masters to operate. A single
+ * master with replicas and fencing covers the same failures at lower cost: see docs/locks-more.md and
+ * docs/fencing.md.
+ *
+ * Keys and channels are the members' own. Ownership and reentrancy as `MultiLock`.
+ */
+export class RedLock extends GroupLock {
+  /** @internal Use `LockClient.getRedLock(...locks)`. */
+  constructor(core: Core, locks: readonly unknown[]) {
+    super(core, locks, true, (count) => Math.floor(count / 2) + 1);
+  }
+
+  /**
+   * Releases one hold of the caller on every node (Redisson's `RedissonRedLock.unlock()`), in parallel,
+   * ignoring individual failures (a node that is down, a member that was never granted or has expired).
+   * Waits at most 1 s for nodes that do not answer (their release goes on in the background). Throws
+   * `IllegalMonitorStateError` only when every node answered that the caller held nothing.
+   */
+  async unlock(): Promise<void> {
+    const results = await settleWithin(this.locks.map((lock) => lock.unlock()), RELEASE_WAIT_MS);
+    const errors = failures(results);
+    for (const err of errors) if (!(err instanceof IllegalMonitorStateError)) this.core.log.debug({ redLock: this.name, err }, 'RedLock node release failed; ignored');
+    if (errors.length === this.locks.length && errors.every((e) => e instanceof IllegalMonitorStateError)) {
+      const first = errors[0] as IllegalMonitorStateError;
+      throw new IllegalMonitorStateError(this.name, first.owner, 'no node holds it');
+    }
+  }
+
+  /** A handle's release releases every granted member, waiting at most 1 s, ignoring failures. */
+  protected async finish(members: LockHandle[]): Promise<void> {
+    await settleWithin(members.map((m) => m.release()), RELEASE_WAIT_MS);
+  }
+
+  /** Rounds until a quorum is held with positive validity, or the wait ran out (undefined). */
+  protected async take(ctxs: LockContext[], waitMs: number, leaseMs: number | undefined, signal: AbortSignal | undefined): Promise<Taken | undefined> {
+    const started = monotonic();
+    const deadline = Number.isFinite(waitMs) ? started + waitMs : undefined;
+    let unreachable = 0;
+    for (let rounds = 1; ; rounds++) {
+      const round = await this.round(ctxs, leaseMs, signal);
+      if (round.holding) {
+        if (this.core.debug) this.core.log.debug({ redLock: this.name, rounds, held: round.holding.held.length, validityMs: Math.round(round.validUntil - monotonic()) }, 'RedLock acquired');
+        return { holding: round.holding, validUntil: round.validUntil };
+      }
+      const quorumUnreachable = round.answered < this.quorum;
+      unreachable = quorumUnreachable ? unreachable + 1 : 0;
+      const left = deadline === undefined ? Infinity : deadline - monotonic();
+      if (left <= 0 || (deadline === undefined && unreachable >= UNREACHABLE_ROUNDS)) {
+        if (!quorumUnreachable) return undefined;
+        throw new RedisUnavailableError(`RedLock ${this.name} (${round.answered} of ${this.locks.length} nodes answered, ${this.quorum} needed)`, { cause: round.error });
+      }
+      await pause(Math.min(roundDelay(rounds, RETRY_BASE_MS, RETRY_CAP_MS), left), signal);
+    }
+  }
+
+  /**
+   * One round: one attempt on every node at once; once the outcome is known (see `decided`) the attempts
+   * still in flight are aborted (a grant that lands later is undone by its lock), then the quorum and
+   * validity are checked.
+   */
+  private async round(ctxs: LockContext[], leaseMs: number | undefined, signal: AbortSignal | undefined): Promise<Round> {
+    const { locks } = this;
+    signal?.throwIfAborted();
+    const lease = leaseMs ?? Math.min(...locks.map((lock) => steps.watchdogLease(lock)));
+    const timeout = nodeTimeout(lease);
+    const nodes = new AbortController();
+    const onAbort = (): void => nodes.abort(signal!.reason);
+    signal?.addEventListener('abort', onAbort, { once: true });
+    const start = monotonic();
+    const attempts = locks.map((lock, i) => steps.acquire(lock, ctxs[i]!, 0, leaseMs, nodes.signal));
+    await decided(attempts, this.quorum, start, timeout);
+    const validUntil = start + lease - (DRIFT_FACTOR * lease + DRIFT_MS);
+    signal?.removeEventListener('abort', onAbort);
+    nodes.abort(new RedisUnavailableError('RedLock node', { cause: new ResponseTimeoutError(Math.round(monotonic() - start)) }));
+    const results = await Promise.allSettled(attempts);
+    const grants = results.map((r) => (r.status === 'fulfilled' ? r.value : undefined));
+    const held = grants.flatMap((g, i) => (g ? [i] : []));
+    const answered = results.filter((r) => r.status === 'fulfilled').length;
+    if (!signal?.aborted && held.length >= this.quorum && validUntil > monotonic()) return { holding: { held, grants }, validUntil, answered, error: undefined };
+    const errors = await releaseMembers(locks, ctxs, held);
+    for (const err of errors) this.core.log.warn({ redLock: this.name, err }, 'could not release a RedLock node after a failed round; it expires with its lease');
+    signal?.throwIfAborted();
+    return { validUntil, answered, error: failures(results)[0] };
+  }
+}
+
+/** After a quorum granted, the other nodes get as long again as the quorum took, at least this, to answer. */
+const STRAGGLER_GRACE_MS = 10;
+
+/**
+ * Resolves once the round's outcome is known: every attempt settled, so many failed (busy or error) that
+ * a quorum is no longer possible, or `timeoutMs` passed since `start`. Once a quorum granted, the others
+ * get a grace of as long again as that took (at least `STRAGGLER_GRACE_MS`, within the timeout), so that
+ * a RedLock holds every node that answers about as fast as the quorum did, and a dead node costs little.
+ */
+function decided(attempts: ReadonlyArray<Promise<Grant | undefined>>, quorum: number, start: number, timeoutMs: number): Promise<void> {
+  return new Promise<void>((resolve) => {
+    let granted = 0;
+    let failed = 0;
+    let timer = outsideContexts(() => setTimeout(resolve, timeoutMs));
+    const count = (grant: Grant | undefined): void => {
+      if (grant) granted++;
+      else failed++;
+      if (attempts.length - failed < quorum || granted + failed === attempts.length) {
+        clearTimeout(timer);
+        resolve();
+      } else if (grant && granted === quorum) {
+        const elapsed = monotonic() - start;
+        clearTimeout(timer);
+        timer = outsideContexts(() => setTimeout(resolve, Math.min(Math.max(elapsed, STRAGGLER_GRACE_MS), timeoutMs - elapsed)));
+      }
+    };
+    for (const attempt of attempts) attempt.then(count, () => count(undefined));
+  });
+}

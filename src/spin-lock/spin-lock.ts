@@ -1,0 +1,62 @@
+import { ExponentialBackoff, pause, resolveBackoff, type BackoffOptions } from '../backoff.js';
+import type { Core } from '../core.js';
+import type { Grant } from '../lock/lock.js';
+import { RLock } from '../lock/lock.js';
+import type { Attempt } from '../pubsub/wait.js';
+import { monotonic } from '../time.js';
+
+/**
+ * Options of `LockClient.getSpinLock(name, options)`: how the waiter paces its attempts. Every time is in
+ * milliseconds; the defaults are Redisson's `ExponentialBackOff` (1 ms, ×2, at most 128 ms). For
+ * Redisson's `ConstantBackOff(64)` give `{ initialDelay: 64, maxDelay: 64 }`.
+ */
+export type SpinLockOptions = BackoffOptions;
+
+/**
+ * A reentrant lock that waits by polling instead of pub/sub (Redisson's `RSpinLock`): for Redis-compatible
+ * stores and proxies without pub/sub, and for very large clusters where every unlock message costs.
+ *
+ * It is an `RLock` in every other respect: the same hash at `keyPrefix + name` (field = owner id, value =
+ * hold count), the same acquire script, reentrancy per context, the watchdog when no lease is given,
+ * idempotent unlock, lost-reply guard. Only waiting and releasing differ:
+ * - a waiter retries after a pause from an exponential backoff with growing random jitter
+ *   (`SpinLockOptions`), each pause capped by the remaining wait time and by the holder's TTL (so a waiter
+ *   gets in within a millisecond or so of a lease running out);
+ * - nothing is subscribed (no subscriber connection is even opened) and an unlock publishes nothing.
+ *
+ * Keys: the lock hash and transient unlock latches `relock:unlock:{name}:<id>`; no channel. Spin locks and
+ * `RLock`s on the same name exclude each other, but an `RLock` waiting on a lock a spin lock holds is not
+ * woken by its unlock: it retries at the holder's TTL (up to `lockWatchdogTimeout`). Use one kind per name.
+ *
+ * Cost: a waiter sends one acquire script per attempt, so Redis work grows with waiting time (about
+ * 8 attempts per second per waiter at the 128 ms cap), where an `RLock` waiter costs work only per release.
+ */
+export class SpinLock extends RLock {
+  /** The backoff settings in use (defaults filled in). */
+  readonly backoff: Readonly<Required<SpinLockOptions>>;
+
+  /** @internal Use `LockClient.getSpinLock(name, options)`. */
+  constructor(core: Core, name: string, options?: SpinLockOptions) {
+    super(core, name);
+    this.backoff = resolveBackoff(options);
+  }
+
+  /** Unlocks publish nothing: no spin-lock waiter listens. */
+  protected override releaseChannel(): string {
+    return '';
+  }
+
+  /** Polls: attempt, pause `min(backoff, remaining wait, holder's TTL)`, attempt again. */
+  protected override async waitForLock(waitMs: number, signal: AbortSignal | undefined, attempt: (deadline: number | undefined) => Promise<Attempt<Grant>>): Promise<Grant | undefined> {
+    const deadline = Number.isFinite(waitMs) ? monotonic() + waitMs : undefined;
+    const backoff = new ExponentialBackoff(this.backoff);
+    for (;;) {
+      const result = await attempt(deadline);
+      if (result.acquired) return result.value;
+      const left = deadline === undefined ? Infinity : deadline - monotonic();
+      if (left <= 0) return undefined;
+      const ttl = result.retryAfterMs >= 0 ? result.retryAfterMs : Infinity;
+      await pause(Math.min(backoff.next(), left, ttl), signal);
+    }
+  }
+}
