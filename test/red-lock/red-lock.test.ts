@@ -59,7 +59,10 @@ describe('RedLock', () => {
     expect(await heldOn(name)).toEqual([0, 0, 0]);
 
     expect(await redLock.tryLock(1, 'seconds')).toBe(true);
-    expect(nodes.map((c) => c.stats().watchdogHolds)).toEqual([1, 1, 1]);
+    // every node that holds it is renewed by its client's watchdog (all three on an idle machine)
+    const held = await heldOn(name);
+    expect(held.filter(Boolean).length).toBeGreaterThanOrEqual(2);
+    expect(nodes.map((c) => c.stats().watchdogHolds)).toEqual(held);
     await redLock.unlock();
     expect(await heldOn(name)).toEqual([0, 0, 0]);
     expect(nodes.map((c) => c.stats().watchdogHolds)).toEqual([0, 0, 0]);

@@ -117,7 +117,7 @@ export class Worker {
   }
 
   /** The next message of `type` (consumed), waiting up to `timeoutMs`. */
-  async next(type: string, timeoutMs = 15_000): Promise<Record<string, unknown>> {
+  async next(type: string, timeoutMs = 60_000): Promise<Record<string, unknown>> {
     const deadline = performance.now() + timeoutMs;
     for (;;) {
       const i = this.lines.findIndex((l) => l.type === type);
