@@ -1,7 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import { InvalidArgumentError, LockLostError, PermitNotHeldError, WrongTypeError, type LockLostEvent } from '../../src/index.js';
 import { keySlot } from '../../src/keys.js';
-import { closeAll, commandCalls, connect, lockClient, sleep, uniqueName, waitUntil, type Redis } from '../support/helpers.js';
+import { closeAll, commandCalls, connect, lockClient, serverTime, sleep, uniqueName, waitUntil, type Redis } from '../support/helpers.js';
 import { startRedis, type RedisServer } from '../support/redis.js';
 
 let server: RedisServer;
@@ -17,20 +17,14 @@ afterAll(async () => {
   await server.stop();
 });
 
-/** Redis server time in ms. */
-async function serverNow(): Promise<number> {
-  const [seconds, micros] = await redis.time();
-  return Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
-}
-
 describe('RPermitExpirableSemaphore', () => {
   it('stores permits in a sorted set scored by Redis server time + lease, the limit in a string, all keys in one slot', async () => {
     const client = lockClient(redis);
     const semaphore = client.getPermitExpirableSemaphore(uniqueName());
     await semaphore.setPermits(2);
-    const before = await serverNow();
+    const before = await serverTime(redis);
     const id = await semaphore.tryAcquire(0, 5, 'seconds');
-    const after = await serverNow();
+    const after = await serverTime(redis);
     expect(id).toMatch(new RegExp(`^${client.id}-`));
     expect(await redis.type(semaphore.key)).toBe('zset');
     const score = (await redis.zScore(semaphore.key, id!))!;
@@ -139,7 +133,7 @@ describe('RPermitExpirableSemaphore', () => {
     await semaphore.setPermits(1);
     const id = (await semaphore.tryAcquire())!;
     await sleep(2000);
-    expect(await redis.zScore(semaphore.key, id)).toBeGreaterThan(await serverNow());
+    expect(await redis.zScore(semaphore.key, id)).toBeGreaterThan(await serverTime(redis));
     expect(await semaphore.availablePermits()).toBe(0);
     expect(client.stats().renewalCalls).toBeGreaterThanOrEqual(5);
     await semaphore.release(id);
@@ -180,22 +174,22 @@ describe('RPermitExpirableSemaphore', () => {
   });
 
   it('releases racing with renewals never report a permit lost', async () => {
-    const client = lockClient(redis, { lockWatchdogTimeout: 90 });
+    const client = lockClient(redis, { lockWatchdogTimeout: 300 });
     const semaphore = client.getPermitExpirableSemaphore(uniqueName());
     await semaphore.setPermits(4);
     const lost: LockLostEvent[] = [];
     client.on('lockLost', (event) => lost.push(event));
-    const deadline = performance.now() + 1500;
+    const deadline = performance.now() + 2000;
     await Promise.all(
       Array.from({ length: 4 }, async () => {
         while (performance.now() < deadline) {
           const handle = await semaphore.acquire();
-          await sleep(Math.random() * 40);
+          await sleep(Math.random() * 150);
           await handle.release();
         }
       }),
     );
-    expect(client.stats().renewalCalls).toBeGreaterThan(10);
+    expect(client.stats().renewalCalls).toBeGreaterThan(5);
     expect(lost).toEqual([]);
   });
 
@@ -217,7 +211,7 @@ describe('RPermitExpirableSemaphore', () => {
     await semaphore.setPermits(2);
     const id = (await semaphore.tryAcquire())!;
     expect(client.stats().watchdogHolds).toBe(1);
-    const before = await serverNow();
+    const before = await serverTime(redis);
     expect(await semaphore.updateLeaseTime(id, 60, 'seconds')).toBe(true);
     expect(client.stats().watchdogHolds).toBe(0);
     expect((await redis.zScore(semaphore.key, id))! - before).toBeGreaterThanOrEqual(60_000);

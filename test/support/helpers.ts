@@ -64,6 +64,17 @@ export async function numsub(redis: Redis, channel: string): Promise<number> {
   return Number((reply as Record<string, unknown>)[channel] ?? 0);
 }
 
+/** Waits until `channel` has exactly `count` subscribers (`PUBSUB NUMSUB`), polling every 2 ms. */
+export function subscribers(redis: Redis, channel: string, count = 1, timeoutMs = 5000): Promise<unknown> {
+  return waitUntil(async () => (await numsub(redis, channel)) === count, timeoutMs, 2, `${count} subscriber(s) of ${channel}`);
+}
+
+/** Redis server time in milliseconds (`TIME`): the clock relock uses for every stored expiry. */
+export async function serverTime(redis: Redis): Promise<number> {
+  const [seconds, micros] = await redis.time();
+  return Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
+}
+
 /** Active timers of this process (for "no leftover timers" checks). */
 export function activeTimers(): number {
   return process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length;

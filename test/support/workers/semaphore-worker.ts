@@ -13,7 +13,7 @@
  *       Oracle `counter:<key>`: INCR on enter, DECR on leave. Oracle `expiring:<key>`: a sorted set of
  *       holders scored by their permit's expiry (read from Redis), expired entries dropped first, so a
  *       killed holder counts until its permit expires. Both keep their highest count in `<key>:max`.
- *   { cmd: 'await', name, waitMs? }                          latch → { type: 'opened', ok, at }
+ *   { cmd: 'await', name, waitMs? }                          latch, in the background → { type: 'opened', ok, at }
  *   { cmd: 'countDown', name }                               → { type: 'counted', count }
  *   { cmd: 'exit' }
  * Every permit lost is reported as { type: 'lost', name, reason }.
@@ -52,8 +52,9 @@ return v`;
 
 /** One holder: acquire, enter the oracle, hold, leave, release. */
 async function round(kind: string, name: string, oracle: string, leaseMs: number | undefined, holdMs: number): Promise<void> {
-  const [mode, key] = oracle.split(':') as [string, string];
-  const oracleKeys = [`${key}`, `${key}:max`];
+  const mode = oracle.slice(0, oracle.indexOf(':'));
+  const key = oracle.slice(mode.length + 1);
+  const oracleKeys = [key, `${key}:max`];
   const hold = (): Promise<void> => sleep(holdMs * (1 + Math.random()));
   if (kind === 'semaphore') {
     const semaphore = client.getSemaphore(name);
@@ -117,8 +118,10 @@ for await (const line of createInterface({ input: process.stdin })) {
       (error: unknown) => say({ type: 'looped', error: String(error) }),
     );
   } else if (command.cmd === 'await') {
-    const ok = await client.getCountDownLatch(name).await((command.waitMs as number | undefined) ?? -1, 'ms');
-    say({ type: 'opened', ok, at: now() });
+    void client
+      .getCountDownLatch(name)
+      .await((command.waitMs as number | undefined) ?? -1, 'ms')
+      .then((ok) => say({ type: 'opened', ok, at: now() }));
   } else if (command.cmd === 'countDown') {
     say({ type: 'counted', count: await client.getCountDownLatch(name).countDown(), at: now() });
   } else if (command.cmd === 'exit') {
