@@ -123,6 +123,33 @@ describe('waiting for expirable permits', () => {
     expect(await semaphore.acquiredPermits()).toBe(1);
   });
 
+  it('10,000 abandoned waits leave no subscription, timer, watchdog hold or growing heap behind (known failure 12)', async () => {
+    const semaphore = await semaphoreOf(1);
+    await semaphore.tryAcquire(0, 60, 'seconds');
+    const client = lockClient(redis);
+    const timers = activeTimers();
+    const round = async (n: number): Promise<void> => {
+      for (let i = 0; i < n; i += 100) {
+        await Promise.all(
+          Array.from({ length: 100 }, async () => {
+            const controller = new AbortController();
+            const waiting = client.getPermitExpirableSemaphore(semaphore.name).acquire({ signal: controller.signal });
+            setImmediate(() => controller.abort(new Error('stop')));
+            await waiting.catch(() => {});
+          }),
+        );
+      }
+    };
+    await round(1000);
+    const heapAfterWarmup = process.memoryUsage().heapUsed;
+    await round(9000);
+    await waitUntil(() => client.stats().subscriptions === 0, 2000, 5, 'all channels left');
+    await waitUntil(() => activeTimers() <= timers, 1000, 10, 'timers to be cleared');
+    expect(client.stats().watchdogHolds).toBe(0);
+    expect(process.memoryUsage().heapUsed - heapAfterWarmup).toBeLessThan(30 * 1024 * 1024);
+    expect(await semaphore.acquiredPermits()).toBe(1);
+  }, 90_000);
+
   it('permits taken by an attempt that went through after its caller gave up are released at once', async () => {
     const semaphore = await semaphoreOf(1, { responseTimeout: 5000 });
     const controller = new AbortController();

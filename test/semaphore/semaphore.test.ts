@@ -117,6 +117,27 @@ describe('RSemaphore', () => {
     expect(await semaphore.availablePermits()).toBe(0);
   });
 
+  it('100 waiters in 4 clients cost Redis work in proportion to releases, not to elapsed time (known failure 16)', async () => {
+    const clients = Array.from({ length: 4 }, () => lockClient(redis));
+    const name = uniqueName();
+    const waiters = Array.from({ length: 100 }, async (_, i) => {
+      const semaphore = clients[i % 4]!.getSemaphore(name);
+      const ok = await semaphore.tryAcquire(1, 30, 'seconds');
+      await sleep(1);
+      await semaphore.release();
+      return ok;
+    });
+    await subscribers(redis, clients[0]!.getSemaphore(name).channel, 4);
+    await sleep(200);
+    const before = await commandCalls(redis, 'evalsha');
+    await sleep(1000);
+    expect(await commandCalls(redis, 'evalsha')).toBe(before);
+    await clients[0]!.getSemaphore(name).release();
+    expect((await Promise.all(waiters)).every(Boolean)).toBe(true);
+    const perRelease = ((await commandCalls(redis, 'evalsha')) - before) / 101;
+    expect(perRelease).toBeLessThan(8);
+  });
+
   it('release and acquire whose replies are lost are retried without counting twice (request latch)', async () => {
     const client = lockClient(redis, { responseTimeout: 150, retry: { minTimeout: 50, maxTimeout: 200, retries: 6 } });
     const semaphore = client.getSemaphore(uniqueName());
