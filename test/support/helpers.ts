@@ -75,6 +75,33 @@ export async function serverTime(redis: Redis): Promise<number> {
   return Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
 }
 
+/**
+ * Starts `count` waits with `wait(signal)`, 100 at a time, each aborted on the next turn of the event
+ * loop, after a warm-up of a tenth of them; waits until `client` has left every channel and the timers
+ * are back to what they were. Resolves to the heap growth in bytes after the warm-up.
+ */
+export async function abandonWaits(client: LockClient, count: number, wait: (signal: AbortSignal) => Promise<unknown>): Promise<number> {
+  const timers = activeTimers();
+  const round = async (n: number): Promise<void> => {
+    for (let i = 0; i < n; i += 100) {
+      await Promise.all(
+        Array.from({ length: 100 }, async () => {
+          const controller = new AbortController();
+          const waiting = wait(controller.signal);
+          setImmediate(() => controller.abort(new Error('stop')));
+          await waiting.catch(() => {});
+        }),
+      );
+    }
+  };
+  await round(count / 10);
+  const heapAfterWarmup = process.memoryUsage().heapUsed;
+  await round(count - count / 10);
+  await waitUntil(() => client.stats().subscriptions === 0, 2000, 5, 'all channels left');
+  await waitUntil(() => activeTimers() <= timers, 1000, 10, 'timers to be cleared');
+  return process.memoryUsage().heapUsed - heapAfterWarmup;
+}
+
 /** Active timers of this process (for "no leftover timers" checks). */
 export function activeTimers(): number {
   return process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length;
