@@ -6,6 +6,8 @@ import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { createClient } from 'redis';
 import { createLockClient, type LockClient, type LockClientOptions } from '../../src/index.js';
 
@@ -75,10 +77,17 @@ export async function serverTime(redis: Redis): Promise<number> {
   return Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
 }
 
+/** Runs a full garbage collection (`gc()` of a context created after `--expose-gc` was set at run time). */
+export function collectGarbage(): void {
+  setFlagsFromString('--expose-gc');
+  (runInNewContext('gc') as () => void)();
+}
+
 /**
  * Starts `count` waits with `wait(signal)`, 100 at a time, each aborted on the next turn of the event
  * loop, after a warm-up of a tenth of them; waits until `client` has left every channel and the timers
- * are back to what they were. Resolves to the heap growth in bytes after the warm-up.
+ * are back to what they were. Resolves to the growth in bytes of the heap after a full collection,
+ * measured from the end of the warm-up (what stays reachable, not garbage not yet collected).
  */
 export async function abandonWaits(client: LockClient, count: number, wait: (signal: AbortSignal) => Promise<unknown>): Promise<number> {
   const timers = activeTimers();
@@ -95,10 +104,12 @@ export async function abandonWaits(client: LockClient, count: number, wait: (sig
     }
   };
   await round(count / 10);
+  collectGarbage();
   const heapAfterWarmup = process.memoryUsage().heapUsed;
   await round(count - count / 10);
   await waitUntil(() => client.stats().subscriptions === 0, 2000, 5, 'all channels left');
   await waitUntil(() => activeTimers() <= timers, 1000, 10, 'timers to be cleared');
+  collectGarbage();
   return process.memoryUsage().heapUsed - heapAfterWarmup;
 }
 
