@@ -27,14 +27,14 @@ async function worker(): Promise<Worker> {
 }
 
 describe('RSemaphore across processes', () => {
-  it('20 workers in 4 processes on 3 permits never have more than 3 inside (independent INCR/DECR oracle)', async () => {
+  it('20 workers in 3 processes on 3 permits never have more than 3 inside (independent INCR/DECR oracle)', async () => {
     const name = uniqueName();
     const oracle = uniqueName('oracle');
     await lockClient(redis).getSemaphore(name).trySetPermits(3);
-    const procs = await Promise.all(Array.from({ length: 4 }, () => worker()));
-    for (const w of procs) w.send({ cmd: 'loop', kind: 'semaphore', name, oracle: `counter:${oracle}`, workers: 5, rounds: 12, holdMs: 5 });
+    const procs = await Promise.all(Array.from({ length: 3 }, () => worker()));
+    procs.forEach((w, i) => w.send({ cmd: 'loop', kind: 'semaphore', name, oracle: `counter:${oracle}`, workers: i === 0 ? 6 : 7, rounds: 12, holdMs: 5 }));
     const results = await Promise.all(procs.map((w) => w.next('looped', 60_000)));
-    expect(results.map((r) => r.error)).toEqual([undefined, undefined, undefined, undefined]);
+    expect(results.map((r) => r.error)).toEqual([undefined, undefined, undefined]);
     expect(Number(await redis.get(`${oracle}:max`))).toBeLessThanOrEqual(3);
     expect(Number(await redis.get(`${oracle}:max`))).toBeGreaterThanOrEqual(2);
     expect(await redis.get(oracle)).toBe('0');

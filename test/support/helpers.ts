@@ -165,8 +165,11 @@ export class Worker {
     }));
   }
 
-  /** The next message of `type` (consumed), waiting up to `timeoutMs`. */
-  async next(type: string, timeoutMs = 15_000): Promise<Record<string, unknown>> {
+  /**
+   * The next message of `type` (consumed), waiting up to `timeoutMs` (generous by default: starting a
+   * tsx process takes seconds on a loaded 2-core machine).
+   */
+  async next(type: string, timeoutMs = 30_000): Promise<Record<string, unknown>> {
     const deadline = performance.now() + timeoutMs;
     for (;;) {
       const i = this.lines.findIndex((l) => l.type === type);

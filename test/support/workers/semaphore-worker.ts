@@ -9,7 +9,8 @@
  *   { cmd: 'give', name, permits }                          RSemaphore release → { type: 'given', at }
  *   { cmd: 'loop', kind, name, oracle, workers, rounds, leaseMs?, holdMs }
  *       `workers` concurrent loops of `rounds` rounds: acquire one permit of `kind` ('expirable' or
- *       'semaphore'), enter the oracle, hold `holdMs`–2×`holdMs`, leave, release → { type: 'looped' }.
+ *       'semaphore'), enter the oracle, hold `holdMs`–2×`holdMs`, leave, release → { type: 'looped',
+ *       expired } (`expired`: releases that found the permit's lease already over, on a stalled machine).
  *       Oracle `counter:<key>`: INCR on enter, DECR on leave. Oracle `expiring:<key>`: a sorted set of
  *       holders scored by their permit's expiry (read from Redis), expired entries dropped first, so a
  *       killed holder counts until its permit expires. Both keep their highest count in `<key>:max`.
@@ -20,7 +21,7 @@
  */
 import { createInterface } from 'node:readline';
 import { createClient } from 'redis';
-import { createLockClient, type PermitHandle } from '../../../src/index.js';
+import { createLockClient, PermitNotHeldError, type PermitHandle } from '../../../src/index.js';
 
 const args = JSON.parse(process.argv[2] ?? '{}') as { url: string; lockWatchdogTimeout?: number; clockOffsetMs?: number };
 if (args.clockOffsetMs) {
@@ -50,6 +51,8 @@ local v = redis.call('zcard', KEYS[1])
 if v > tonumber(redis.call('get', KEYS[2]) or '0') then redis.call('set', KEYS[2], v) end
 return v`;
 
+let expired = 0;
+
 /** One holder: acquire, enter the oracle, hold, leave, release. */
 async function round(kind: string, name: string, oracle: string, leaseMs: number | undefined, holdMs: number): Promise<void> {
   const mode = oracle.slice(0, oracle.indexOf(':'));
@@ -78,7 +81,10 @@ async function round(kind: string, name: string, oracle: string, leaseMs: number
     await hold();
     await redis.zRem(key, handle.id);
   }
-  await handle.release();
+  await handle.release().catch((error: unknown) => {
+    if (!(error instanceof PermitNotHeldError)) throw error;
+    expired++;
+  });
 }
 
 say({ type: 'ready', pid: process.pid, clientId: client.id, dateNow: Date.now() });
@@ -114,7 +120,7 @@ for await (const line of createInterface({ input: process.stdin })) {
         for (let i = 0; i < rounds; i++) await round(kind, name, oracle, leaseMs, holdMs);
       }),
     ).then(
-      () => say({ type: 'looped' }),
+      () => say({ type: 'looped', expired }),
       (error: unknown) => say({ type: 'looped', error: String(error) }),
     );
   } else if (command.cmd === 'await') {
