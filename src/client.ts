@@ -9,6 +9,9 @@ import { RLock, type AcquireOptions } from './lock/lock.js';
 import { MultiLock } from './multi-lock/multi-lock.js';
 import { RedLock } from './red-lock/red-lock.js';
 import { SpinLock, type SpinLockOptions } from './spin-lock/spin-lock.js';
+import { RCountDownLatch } from './count-down-latch/latch.js';
+import { RPermitExpirableSemaphore } from './permit-expirable-semaphore/semaphore.js';
+import { RSemaphore } from './semaphore/semaphore.js';
 import { Channels } from './pubsub/channels.js';
 import { openConnection, type Connection } from './redis/connection.js';
 import { DEFAULT_RETRY, Executor, type RetryPolicy } from './redis/executor.js';
@@ -172,6 +175,36 @@ export class LockClient extends EventEmitter<LockClientEvents> {
    */
   getRedLock(...locks: RLock[]): RedLock {
     return new RedLock(this.core, locks);
+  }
+
+  /**
+   * A counting semaphore object for `name` (Redisson's `getSemaphore`): a free-permit count in a string
+   * at `keyPrefix + name`, with no owners and no leases (a crashed holder's permits are not given back;
+   * use `getPermitExpirableSemaphore` for that). See `RSemaphore` for its keys and channel. Each call
+   * returns a new object. Throws `InvalidArgumentError` for an empty name or braces that do not form a
+   * hash tag.
+   */
+  getSemaphore(name: string): RSemaphore {
+    return new RSemaphore(this.core, name);
+  }
+
+  /**
+   * A semaphore of expirable permits for `name` (Redisson's `getPermitExpirableSemaphore`): "at most N at
+   * once", where each permit has an id and an expiry in Redis server time, renewed by the watchdog when
+   * taken without a lease, so a crashed holder's permit comes back. See `RPermitExpirableSemaphore` for
+   * its keys and channel. Each call returns a new object. Throws `InvalidArgumentError` as `getLock`.
+   */
+  getPermitExpirableSemaphore(name: string): RPermitExpirableSemaphore {
+    return new RPermitExpirableSemaphore(this.core, name);
+  }
+
+  /**
+   * A count-down latch object for `name` (Redisson's `getCountDownLatch`): a count in a string at
+   * `keyPrefix + name`; every awaiter in every process is released when it reaches zero. See
+   * `RCountDownLatch`. Each call returns a new object. Throws `InvalidArgumentError` as `getLock`.
+   */
+  getCountDownLatch(name: string): RCountDownLatch {
+    return new RCountDownLatch(this.core, name);
   }
 
   /**

@@ -98,3 +98,26 @@ export class NoSyncedReplicasError extends RelockError {
     super('NO_SYNCED_REPLICAS', `none of ${replicas} replica(s) acknowledged the write to "${key}" within ${timeoutMs} ms; the acquisition was undone (raise syncReplicas.timeout, or check replication)`);
   }
 }
+
+/**
+ * A semaphore's `acquire()` gave up: fewer permits than asked for were free for the whole wait time
+ * (Redisson's `tryAcquire` returning false, as an error for the handle-returning form).
+ */
+export class PermitAcquireTimeoutError extends RelockError {
+  constructor(readonly semaphoreName: string, readonly permits: number, readonly waitTimeMs: number) {
+    super('PERMIT_ACQUIRE_TIMEOUT', `could not acquire ${permits} permit(s) of "${semaphoreName}" within ${waitTimeMs} ms: too few were free`);
+  }
+}
+
+/**
+ * A permit id given to `release()` (or `updateLeaseTime()` through a handle) is not held: it was never
+ * issued, was already released, or its lease expired and the permit was reclaimed (Redisson's
+ * `RPermitExpirableSemaphore.release` throwing `IllegalArgumentException`). When a list was given, none of
+ * its permits was changed. `ids` lists the ids that were not held (at most 100 of them).
+ */
+export class PermitNotHeldError extends RelockError {
+  constructor(readonly semaphoreName: string, readonly ids: readonly string[], readonly missing: number) {
+    const shown = ids.slice(0, 3).join(', ') + (missing > 3 ? `, … (${missing} in all)` : '');
+    super('PERMIT_NOT_HELD', `permit(s) ${shown} of "${semaphoreName}" are not held (never issued, already released, or expired); nothing was changed`);
+  }
+}

@@ -3,10 +3,12 @@
  *
  * Start with `createLockClient({ url })` or `createLockClient({ redis: client })`, then
  * `client.getLock(name).tryLock(1, 5, 'seconds')`, `client.withLock(name, fn)` or
- * `await using handle = await client.getLock(name).acquire()`.
+ * `await using handle = await client.getLock(name).acquire()`. Semaphores and latches:
+ * `client.getPermitExpirableSemaphore(name)`, `client.getSemaphore(name)`, `client.getCountDownLatch(name)`.
  */
 export { createLockClient, LockClient, type LockClientEvents, type LockClientOptions, type NodeRedisClient } from './client.js';
 export { runInContext } from './context.js';
+export { RCountDownLatch, type LatchAwaitOptions } from './count-down-latch/latch.js';
 export {
   ClientClosedError,
   CrossSlotError,
@@ -15,6 +17,8 @@ export {
   LockAcquireTimeoutError,
   LockLostError,
   NoSyncedReplicasError,
+  PermitAcquireTimeoutError,
+  PermitNotHeldError,
   RedisCommandError,
   RedisUnavailableError,
   RelockError,
@@ -27,6 +31,9 @@ export type { GroupLock } from './multi-lock/group-lock.js';
 export { MultiLock } from './multi-lock/multi-lock.js';
 export { RedLock } from './red-lock/red-lock.js';
 export { SpinLock, type SpinLockOptions } from './spin-lock/spin-lock.js';
+export { PermitHandle } from './permit-expirable-semaphore/handle.js';
+export { RPermitExpirableSemaphore, type PermitAcquireOptions } from './permit-expirable-semaphore/semaphore.js';
 export type { RetryPolicy } from './redis/executor.js';
+export { RSemaphore, type SemaphoreAcquireOptions } from './semaphore/semaphore.js';
 export type { TimeUnit } from './time.js';
 export type { LockLostEvent } from './watchdog/watchdog.js';

@@ -3,12 +3,23 @@ import type { Connection } from '../redis/connection.js';
 import { outsideContexts } from '../context.js';
 
 /**
- * How many local waiters one message on a channel wakes: `1` for a lock's unlock message (one waiter per
- * process retries; the rest keep waiting, so there is no thundering herd), `Infinity` for "everyone"
- * (a read-write lock's write unlock, a latch reaching zero), or a number read from the message
- * (a semaphore's new permit count).
+ * The budget one message on a channel hands out to local waiters, each taking its `need` (see `Place`):
+ * `1` for a lock's unlock message (one waiter per process retries; the rest keep waiting, so there is no
+ * thundering herd), `Infinity` for "everyone" (a read-write lock's write unlock, a latch reaching zero),
+ * or a number read from the message (a semaphore's new permit count, shared out by the permits each
+ * waiter needs).
  */
 export type WakeRule = (message: string) => number;
+
+/**
+ * A waiter's place in a channel's queue, kept across its park calls: its arrival order (a waiter that
+ * parks again after a failed attempt goes back to its place, not to the end) and how much of a wake-up
+ * budget it needs (1, or the permits a semaphore waiter asks for).
+ */
+export interface Place {
+  readonly order: number;
+  readonly need: number;
+}
 
 /** Why a parked waiter resumed. */
 export type Wakeup = 'message' | 'timeout';
@@ -16,17 +27,25 @@ export type Wakeup = 'message' | 'timeout';
 interface Parked {
   resolve(reason: Wakeup): void;
   timer: NodeJS.Timeout | undefined;
+  readonly place: Place;
 }
 
 /**
- * One subscribed channel, shared by every local waiter of one object (reference counted). Wake-ups that
- * arrive while no waiter is parked are kept (up to the number of waiters) for the next one to park, so a
- * message published between a failed attempt and the wait is not lost.
+ * One subscribed channel, shared by every local waiter of one object (reference counted). Parked waiters
+ * are woken in arrival order, each taking its need from the message's budget; the first one whose need
+ * is larger than what is left stops the round, so a waiter for k permits collects them instead of being
+ * overtaken by later one-permit waiters (Java's fair `Semaphore`, within one process). That unused budget
+ * is handed to the waiters behind it if it leaves the queue (timeout, abort). Wake-ups that arrive while
+ * no waiter is parked are kept (up to the number of waiters) for the next one to park, so a message
+ * published between a failed attempt and the wait is not lost.
  */
 export class Channel {
   refs = 0;
   private readonly parked: Parked[] = [];
   private pendingWakeups = 0;
+  /** Budget of the last wake-up that the first parked waiter needed more than. */
+  private held = 0;
+  private nextOrder = 0;
   /** Settles when the SUBSCRIBE is confirmed: true, or false when it failed. */
   ready!: Promise<boolean>;
   /** True once the subscription is confirmed: messages will wake the waiters. */
@@ -35,10 +54,16 @@ export class Channel {
 
   constructor(readonly name: string, private readonly rule: WakeRule) {}
 
+  /** A new place at the end of the queue, for a waiter that needs `need` of a wake-up budget. */
+  place(need = 1): Place {
+    return { order: this.nextOrder++, need };
+  }
+
   /**
-   * Waits for a wake-up or `timeoutMs` (Infinity: no timer). `signal` aborts the wait with its reason.
+   * Waits at `place` for a wake-up or `timeoutMs` (Infinity: no timer). `signal` aborts the wait with
+   * its reason.
    */
-  park(timeoutMs: number, signal?: AbortSignal): Promise<Wakeup> {
+  park(timeoutMs: number, signal?: AbortSignal, place: Place = this.place()): Promise<Wakeup> {
     if (this.pendingWakeups > 0) {
       this.pendingWakeups--;
       return Promise.resolve('message');
@@ -52,6 +77,7 @@ export class Channel {
           resolve(reason);
         },
         timer: undefined,
+        place,
       };
       const onAbort = (): void => {
         this.remove(waiter);
@@ -67,23 +93,33 @@ export class Channel {
         );
       }
       signal?.addEventListener('abort', onAbort, { once: true });
-      this.parked.push(waiter);
+      let i = this.parked.length;
+      while (i > 0 && this.parked[i - 1]!.place.order > place.order) i--;
+      this.parked.splice(i, 0, waiter);
     });
   }
 
-  /** Wakes up to `count` parked waiters; the rest of the count is kept for waiters about to park. */
-  wake(count: number): void {
-    let left = count;
-    while (left > 0 && this.parked.length > 0) {
-      this.parked.shift()!.resolve('message');
-      left--;
+  /**
+   * Hands `budget` to the parked waiters in order, each taking its need, until one needs more than is
+   * left; a rest left when nobody is parked is kept for waiters about to park.
+   */
+  wake(budget: number): void {
+    let left = budget;
+    while (this.parked.length > 0 && this.parked[0]!.place.need <= left) {
+      const waiter = this.parked.shift()!;
+      left -= waiter.place.need;
+      waiter.resolve('message');
     }
-    if (left > 0) this.pendingWakeups = Math.min(this.refs, this.pendingWakeups + left);
+    this.held = this.parked.length > 0 ? left : 0;
+    if (left > 0 && this.parked.length === 0) this.pendingWakeups = Math.min(this.refs, this.pendingWakeups + left);
   }
 
+  /** Takes a waiter out of the queue; when it was first, the budget it held back goes to the next ones. */
   private remove(waiter: Parked): void {
     const i = this.parked.indexOf(waiter);
-    if (i >= 0) this.parked.splice(i, 1);
+    if (i < 0) return;
+    this.parked.splice(i, 1);
+    if (i === 0 && this.held > 0) this.wake(this.held);
   }
 }
 

@@ -12,6 +12,8 @@ export interface WaitOptions<T> {
   /** The channel the object's releases are published on, and how many local waiters a message wakes. */
   channel: string;
   rule: WakeRule;
+  /** How much of a wake-up budget this waiter needs: 1, or the permits a semaphore waiter asks for. Default 1. */
+  need?: number;
   /** Milliseconds to keep trying: 0 for exactly one attempt, Infinity for no limit. */
   waitMs: number;
   /** Milliseconds to wait for a subscription before polling instead. */
@@ -42,6 +44,7 @@ export async function waitFor<T>(options: WaitOptions<T>): Promise<T | undefined
 
   const remaining = (): number => (deadline === undefined ? Infinity : deadline - monotonic());
   const channel = await channels.join(options.channel, options.rule, Math.min(options.subscriptionTimeoutMs, remaining()));
+  const place = channel.place(options.need);
   let woken = false;
   let poll = 5;
   try {
@@ -57,11 +60,11 @@ export async function waitFor<T>(options: WaitOptions<T>): Promise<T | undefined
         poll = Math.min(poll * 2, 200);
         sleep = Math.min(sleep, poll * (0.5 + Math.random()));
       }
-      woken = (await channel.park(sleep, signal)) === 'message';
+      woken = (await channel.park(sleep, signal, place)) === 'message';
     }
   } finally {
-    // A wake-up this waiter consumed but did not use goes to the next local waiter.
-    if (woken) channel.wake(1);
+    // A wake-up this waiter consumed but did not use goes to the next local waiters.
+    if (woken) channel.wake(place.need);
     channels.leave(options.channel);
   }
 }

@@ -6,6 +6,8 @@ import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { createClient } from 'redis';
 import { createLockClient, type LockClient, type LockClientOptions } from '../../src/index.js';
 
@@ -64,6 +66,53 @@ export async function numsub(redis: Redis, channel: string): Promise<number> {
   return Number((reply as Record<string, unknown>)[channel] ?? 0);
 }
 
+/** Waits until `channel` has exactly `count` subscribers (`PUBSUB NUMSUB`), polling every 2 ms. */
+export function subscribers(redis: Redis, channel: string, count = 1, timeoutMs = 5000): Promise<unknown> {
+  return waitUntil(async () => (await numsub(redis, channel)) === count, timeoutMs, 2, `${count} subscriber(s) of ${channel}`);
+}
+
+/** Redis server time in milliseconds (`TIME`): the clock relock uses for every stored expiry. */
+export async function serverTime(redis: Redis): Promise<number> {
+  const [seconds, micros] = await redis.time();
+  return Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
+}
+
+/** Runs a full garbage collection (`gc()` of a context created after `--expose-gc` was set at run time). */
+export function collectGarbage(): void {
+  setFlagsFromString('--expose-gc');
+  (runInNewContext('gc') as () => void)();
+}
+
+/**
+ * Starts `count` waits with `wait(signal)`, 100 at a time, each aborted on the next turn of the event
+ * loop, after a warm-up of a tenth of them; waits until `client` has left every channel and the timers
+ * are back to what they were. Resolves to the growth in bytes of the heap after a full collection,
+ * measured from the end of the warm-up (what stays reachable, not garbage not yet collected).
+ */
+export async function abandonWaits(client: LockClient, count: number, wait: (signal: AbortSignal) => Promise<unknown>): Promise<number> {
+  const timers = activeTimers();
+  const round = async (n: number): Promise<void> => {
+    for (let i = 0; i < n; i += 100) {
+      await Promise.all(
+        Array.from({ length: 100 }, async () => {
+          const controller = new AbortController();
+          const waiting = wait(controller.signal);
+          setImmediate(() => controller.abort(new Error('stop')));
+          await waiting.catch(() => {});
+        }),
+      );
+    }
+  };
+  await round(count / 10);
+  collectGarbage();
+  const heapAfterWarmup = process.memoryUsage().heapUsed;
+  await round(count - count / 10);
+  await waitUntil(() => client.stats().subscriptions === 0, 2000, 5, 'all channels left');
+  await waitUntil(() => activeTimers() <= timers, 1000, 10, 'timers to be cleared');
+  collectGarbage();
+  return process.memoryUsage().heapUsed - heapAfterWarmup;
+}
+
 /** Active timers of this process (for "no leftover timers" checks). */
 export function activeTimers(): number {
   return process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length;
@@ -116,7 +165,10 @@ export class Worker {
     }));
   }
 
-  /** The next message of `type` (consumed), waiting up to `timeoutMs`. */
+  /**
+   * The next message of `type` (consumed), waiting up to `timeoutMs` (generous by default: starting a
+   * tsx process takes seconds on a loaded 2-core machine).
+   */
   async next(type: string, timeoutMs = 60_000): Promise<Record<string, unknown>> {
     const deadline = performance.now() + timeoutMs;
     for (;;) {

@@ -1,0 +1,94 @@
+import { CountedObject } from '../counted.js';
+import type { Core } from '../core.js';
+import { InvalidArgumentError } from '../errors.js';
+import type { WakeRule } from '../pubsub/channels.js';
+import { waitFor, type Attempt } from '../pubsub/wait.js';
+import { waitMillis, type TimeUnit } from '../time.js';
+import { COUNT_DOWN, TRY_SET_COUNT } from './scripts.js';
+
+/** Options of `RCountDownLatch.await()`. */
+export interface LatchAwaitOptions {
+  /** How long to wait, in `unit`: 0 to only check; omitted or Infinity for no limit. */
+  waitTime?: number;
+  /** Unit of `waitTime`. Default `'milliseconds'`. */
+  unit?: TimeUnit;
+  /** Aborts the wait; the promise then rejects with `signal.reason`. */
+  signal?: AbortSignal;
+}
+
+/** The message `0` (the count reached zero) wakes every local awaiter; nothing else wakes anyone. */
+const WAKE_ALL_AT_ZERO: WakeRule = (message) => (message === '0' ? Infinity : 0);
+
+/**
+ * A count-down latch with Redisson's `RCountDownLatch` semantics: set a count once, count it down from
+ * anywhere, and every awaiter in every process is released when it reaches zero. A latch is single-use:
+ * at zero its key is deleted, and `trySetCount` may start a new round.
+ *
+ * Redis keys: a string at `keyPrefix + name` holding the count (missing = 0 = open), transient request
+ * latches `relock:unlock:{name}:<requestId>`; channel `relock:channel:{name}:latch`, where `0` is
+ * published when the count reaches zero (sharded pub/sub on a cluster). All share the name's hash tag.
+ * Create latch objects with `LockClient.getCountDownLatch(name)`.
+ */
+export class RCountDownLatch extends CountedObject {
+  /** @internal Use `LockClient.getCountDownLatch(name)`. */
+  constructor(core: Core, name: string) {
+    super(core, name, 'latch');
+  }
+
+  /**
+   * Sets the count if the latch is open (its key does not exist) (Redisson's `trySetCount`; `SETNX`).
+   * Resolves to true when set, false when a count is already running. Throws `InvalidArgumentError`
+   * (not an integer >= 1), `WrongTypeError`, `RedisUnavailableError`, `ClientClosedError`.
+   */
+  async trySetCount(count: number): Promise<boolean> {
+    if (typeof count !== 'number' || !Number.isSafeInteger(count) || count < 1) {
+      throw new InvalidArgumentError('count', `must be a whole number >= 1; got ${typeof count === 'number' ? count : typeof count}`);
+    }
+    return Number(await this.run('latch.trySetCount', TRY_SET_COUNT, [String(count)])) === 1;
+  }
+
+  /**
+   * Counts down by one (Redisson's `countDown`; `DECR`); at zero deletes the key and releases every
+   * awaiter. Resolves to the new count (0 also when the latch was already open, which is left as is).
+   * Exactly once per call: a retry after a lost reply replays the first answer instead of counting down
+   * again (request latch). Throws `WrongTypeError`, `RedisUnavailableError`, `ClientClosedError`.
+   */
+  async countDown(): Promise<number> {
+    return Number(await this.run('latch.countDown', COUNT_DOWN, []));
+  }
+
+  /** The current count (`GET`; 0 when the latch is open). */
+  async getCount(): Promise<number> {
+    return Math.max(0, await this.readCount('latch.getCount'));
+  }
+
+  /**
+   * Waits until the count reaches zero (Redisson's `await`): `await()` waits without limit;
+   * `await(waitTime, unit)` waits up to `waitTime` and resolves to true when the latch opened, false
+   * when the time ran out; `await(options)` adds an abort signal (then it rejects with
+   * `signal.reason`). Woken by the zero message, with a timer of `lockWatchdogTimeout` as fallback.
+   * Throws `InvalidArgumentError`, `WrongTypeError`, `RedisUnavailableError`, `ClientClosedError`.
+   */
+  await(): Promise<void>;
+  await(waitTime: number, unit: TimeUnit): Promise<boolean>;
+  await(options: LatchAwaitOptions): Promise<boolean>;
+  async await(waitOrOptions?: number | LatchAwaitOptions, unit?: TimeUnit): Promise<boolean | void> {
+    const options: LatchAwaitOptions = typeof waitOrOptions === 'object' ? waitOrOptions : { waitTime: waitOrOptions, unit };
+    if (typeof waitOrOptions === 'number' && unit === undefined) throw new InvalidArgumentError('unit', 'a time unit is required with a time, e.g. await(5, "seconds")');
+    const wait = waitMillis(options.waitTime, options.unit);
+    options.signal?.throwIfAborted();
+    this.core.checkOpen();
+    const opened = await waitFor({
+      channels: this.core.channels,
+      channel: this.channel,
+      rule: WAKE_ALL_AT_ZERO,
+      waitMs: wait,
+      subscriptionTimeoutMs: this.core.subscriptionTimeout,
+      maxPollMs: this.core.watchdog.leaseMs,
+      signal: options.signal,
+      attempt: async (deadline): Promise<Attempt<true>> =>
+        (await this.readCount('latch.await', deadline, options.signal)) > 0 ? { acquired: false, retryAfterMs: -1 } : { acquired: true, value: true },
+    });
+    if (waitOrOptions !== undefined) return opened === true;
+  }
+}

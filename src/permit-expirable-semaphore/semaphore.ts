@@ -1,0 +1,366 @@
+import { newId, outsideContexts } from '../context.js';
+import type { Core } from '../core.js';
+import { InvalidArgumentError, LockLostError, PermitAcquireTimeoutError, PermitNotHeldError } from '../errors.js';
+import { auxName, mainKey } from '../keys.js';
+import { waitFor, type Attempt } from '../pubsub/wait.js';
+import { runObjectScript, type ObjectRunOptions, type ObjectScript } from '../redis/object-script.js';
+import { acquireOutcome, permitCount, permitDelta, permitTotal, requireUnit, tookPermits, WAKE_BY_PERMITS } from '../semaphore/permits.js';
+import { leaseMillis, monotonic, waitMillis, type TimeUnit } from '../time.js';
+import type { RenewalKind } from '../watchdog/watchdog.js';
+import { PermitHandle } from './handle.js';
+import { ACQUIRE, ADD_LIMIT, COUNTS, RELEASE, RENEW, SET_LIMIT, TRY_SET_LIMIT, UPDATE_LEASE } from './scripts.js';
+
+/** Options of `RPermitExpirableSemaphore.acquire()`. Times are in `unit`, milliseconds by default. */
+export interface PermitAcquireOptions {
+  /** Permits to take at once (each gets its own id). Default 1. */
+  permits?: number;
+  /** How long to wait: 0 for one attempt; omitted or Infinity to wait until enough permits are free. */
+  waitTime?: number;
+  /** Lease: the permits expire this long after the acquisition. Omitted or -1: the watchdog renews them while held. */
+  leaseTime?: number;
+  /** Unit of `waitTime` and `leaseTime`. Default `'milliseconds'`. */
+  unit?: TimeUnit;
+  /** Aborts the wait; the promise then rejects with `signal.reason`. */
+  signal?: AbortSignal;
+}
+
+/** The renewal kind of expirable permits: one hold per permit id, renewed by `permits.renew`. */
+export const PERMIT_RENEWAL: RenewalKind = { script: RENEW, keysPerHold: 1, argsPerHold: 1 };
+
+/** A renewal stopped before a release or lease change, kept to be restored if the call changed nothing. */
+interface Paused {
+  readonly id: string;
+  readonly deadline: number;
+  readonly controllers: AbortController[];
+}
+
+/** Permit ids with the send time of the attempt that granted them (their lease counts from there). */
+interface Grant {
+  readonly ids: readonly string[];
+  readonly sentAt: number;
+}
+
+/**
+ * "At most N at the same time", safe against crashed holders: Redisson's `RPermitExpirableSemaphore`,
+ * with expiries in Redis server time. Each acquired permit has an id and an expiry; an expired permit
+ * is free again. A permit taken with a lease expires at the end of it; one taken without a lease lives
+ * `lockWatchdogTimeout` and the watchdog renews it every third of that while this process runs, so a
+ * crashed or frozen holder's permit comes back within one `lockWatchdogTimeout`.
+ *
+ * Redis keys: a sorted set at `keyPrefix + name` (member = permit id, score = expiry in ms of Redis
+ * server time, from `TIME` inside the scripts, never the client's clock; its TTL covers the longest
+ * lease, so it vanishes when every holder is gone), a string `relock:permits:{name}` holding the
+ * number of permits (missing = 0), transient request latches `relock:unlock:{name}:<requestId>`;
+ * channel `relock:channel:{name}:permits` (releases and reclaims publish the free count). All share
+ * the name's hash tag. Every script first reclaims expired permits, then checks and changes in one step.
+ *
+ * Waiting: woken by a release message, or at the nearest permit expiry (a crashed holder publishes
+ * nothing). Waiters of one process are served in arrival order; across processes it is not fair.
+ * Create objects with `LockClient.getPermitExpirableSemaphore(name)`.
+ */
+export class RPermitExpirableSemaphore {
+  /** The Redis key of the sorted set of permits held. */
+  readonly key: string;
+  /** The Redis key holding the number of permits. */
+  readonly permitsKey: string;
+  /** The channel releases are published on. */
+  readonly channel: string;
+
+  /** @internal Use `LockClient.getPermitExpirableSemaphore(name)`. */
+  constructor(
+    private readonly core: Core,
+    /** The name given to `getPermitExpirableSemaphore()`. */
+    readonly name: string,
+  ) {
+    this.key = mainKey(core.keyPrefix, name);
+    this.permitsKey = auxName(core.keyPrefix, 'permits', this.key);
+    this.channel = auxName(core.keyPrefix, 'channel', this.key, 'permits');
+  }
+
+  /** The name given to `getPermitExpirableSemaphore()` (Redisson's `getName()`). */
+  getName(): string {
+    return this.name;
+  }
+
+  /**
+   * Acquires permits and returns a handle that releases them (`release()` or `await using`), with an
+   * `AbortSignal` that aborts when a permit is lost. Without `waitTime` it waits until enough permits
+   * are free; without `leaseTime` the watchdog renews the permits until released. Throws
+   * `PermitAcquireTimeoutError` when the wait time runs out, `signal.reason` when aborted,
+   * `InvalidArgumentError`, `WrongTypeError`, `RedisUnavailableError`, `ClientClosedError`.
+   */
+  async acquire(options: PermitAcquireOptions = {}): Promise<PermitHandle> {
+    const permits = permitCount(options.permits ?? 1);
+    const wait = waitMillis(options.waitTime, options.unit);
+    const lease = leaseMillis(options.leaseTime, options.unit);
+    options.signal?.throwIfAborted();
+    const grant = await this.grant(permits, wait, lease, options.signal);
+    if (!grant) throw new PermitAcquireTimeoutError(this.name, permits, wait);
+    return this.handle(grant, lease);
+  }
+
+  /**
+   * Tries to acquire (Redisson's `tryAcquire`) and resolves to the permit id, or `undefined` when too
+   * few permits were free for the whole wait: `tryAcquire()` makes exactly one attempt with the
+   * watchdog; `tryAcquire(waitTime, unit)` waits up to `waitTime` (-1: no limit) with the watchdog;
+   * `tryAcquire(waitTime, leaseTime, unit)` gives the permit a lease (-1: watchdog);
+   * `tryAcquire(permits, waitTime, leaseTime, unit)` takes several permits at once and resolves to their
+   * ids. A watchdog permit is renewed until `release(id)` on any object of this client. Throws
+   * `InvalidArgumentError`, `WrongTypeError`, `RedisUnavailableError`, `ClientClosedError`.
+   */
+  tryAcquire(): Promise<string | undefined>;
+  tryAcquire(waitTime: number, unit: TimeUnit): Promise<string | undefined>;
+  tryAcquire(waitTime: number, leaseTime: number, unit: TimeUnit): Promise<string | undefined>;
+  tryAcquire(permits: number, waitTime: number, leaseTime: number, unit: TimeUnit): Promise<string[] | undefined>;
+  async tryAcquire(first?: number, second?: number | TimeUnit, third?: number | TimeUnit, fourth?: TimeUnit): Promise<string | string[] | undefined> {
+    if (first === undefined) return (await this.grant(1, 0, undefined, undefined))?.ids[0];
+    if (typeof second === 'string') return (await this.grant(1, waitMillis(first, second), undefined, undefined))?.ids[0];
+    if (typeof third === 'string' || third === undefined) {
+      const unit = requireUnit(third);
+      return (await this.grant(1, waitMillis(first, unit), leaseMillis(second, unit), undefined))?.ids[0];
+    }
+    const unit = requireUnit(fourth);
+    const grant = await this.grant(permitCount(first), waitMillis(second, unit), leaseMillis(third, unit), undefined);
+    return grant && [...grant.ids];
+  }
+
+  /**
+   * Releases permits by id (Redisson's `release(permitId)` / `release(permitIds)`), all or nothing, and
+   * wakes waiters. The watchdog stops renewing them at once. A retry after a lost reply replays the first
+   * answer (request latch). Throws `PermitNotHeldError` when an id is not held (never issued, already
+   * released, or expired: then nothing was released), `InvalidArgumentError` (no ids, empty or repeated
+   * ids), `WrongTypeError`, `RedisUnavailableError`, `ClientClosedError`.
+   */
+  async release(ids: string | readonly string[]): Promise<void> {
+    const list = idList(ids);
+    const gone = await this.releaseIds(list);
+    if (gone.length > 0) throw this.notHeld(gone);
+  }
+
+  /**
+   * Like `release`, but resolves to false instead of throwing when an id is not held (Redisson's
+   * `tryRelease`); nothing is released then. Resolves to true when every permit was released.
+   */
+  async tryRelease(ids: string | readonly string[]): Promise<boolean> {
+    return (await this.releaseIds(idList(ids))).length === 0;
+  }
+
+  /**
+   * Sets the expiry of held permits to `leaseTime` (in `unit`) from now in Redis server time (Redisson's
+   * `updateLeaseTime`), all or nothing; the watchdog stops renewing them. Resolves to true when every
+   * permit was held and updated, false when one was not (none changed). For permits held through a
+   * handle use `PermitHandle.updateLeaseTime`, which also moves the handle signal's timer. Throws
+   * `InvalidArgumentError`, `WrongTypeError`, `RedisUnavailableError`, `ClientClosedError`.
+   */
+  async updateLeaseTime(ids: string | readonly string[], leaseTime: number, unit: TimeUnit): Promise<boolean> {
+    return (await this.updateIds(idList(ids), positiveLease(leaseTime, requireUnit(unit)))).length === 0;
+  }
+
+  /** Free permits: the limit minus the permits held, after reclaiming expired ones (negative when the limit was lowered below them). */
+  async availablePermits(): Promise<number> {
+    const [limit, held] = await this.counts();
+    return limit - held;
+  }
+
+  /** Permits held (unexpired), after reclaiming expired ones (`ZCARD`). */
+  async acquiredPermits(): Promise<number> {
+    return (await this.counts())[1];
+  }
+
+  /** The number of permits (the limit), held or free (Redisson's `getPermits`). */
+  async getPermits(): Promise<number> {
+    return (await this.counts())[0];
+  }
+
+  /**
+   * Sets the number of permits to `permits` (Redisson's `setPermits`), whatever it was; permits held
+   * stay held, so fewer may be free than expected until they are released. Wakes waiters. Throws
+   * `InvalidArgumentError` (not an integer >= 0), `WrongTypeError`, `RedisUnavailableError`,
+   * `ClientClosedError`.
+   */
+  async setPermits(permits: number): Promise<void> {
+    await this.run('permits.setPermits', SET_LIMIT, [String(permitTotal(permits))]);
+  }
+
+  /** Sets the number of permits if it is not set yet (Redisson's `trySetPermits`): true when set. Errors as `setPermits`. */
+  async trySetPermits(permits: number): Promise<boolean> {
+    return Number(await this.run('permits.trySetPermits', TRY_SET_LIMIT, [String(permitTotal(permits))])) === 1;
+  }
+
+  /** Adds to the number of permits, or removes when negative (Redisson's `addPermits`). Errors as `setPermits`. */
+  async addPermits(permits: number): Promise<void> {
+    await this.run('permits.addPermits', ADD_LIMIT, [String(permitDelta(permits))]);
+  }
+
+  /** Acquires `permits` fresh ids, registering them with the watchdog first when there is no lease. */
+  private async grant(permits: number, waitMs: number, leaseMs: number | undefined, signal: AbortSignal | undefined): Promise<Grant | undefined> {
+    const { core } = this;
+    core.checkOpen();
+    const base = `${core.id}-${newId()}`;
+    const ids = permits === 1 ? [base] : Array.from({ length: permits }, (_, i) => `${base}:${i + 1}`);
+    const renewals = leaseMs === undefined ? ids.map((id) => core.watchdog.reserve(PERMIT_RENEWAL, this.name, this.key, id, [this.key], [id])) : [];
+    const lease = String(leaseMs ?? core.watchdog.leaseMs);
+    let sentAt: number | undefined;
+    try {
+      sentAt = await waitFor({
+        channels: core.channels,
+        channel: this.channel,
+        rule: WAKE_BY_PERMITS,
+        need: permits,
+        waitMs,
+        subscriptionTimeoutMs: core.subscriptionTimeout,
+        maxPollMs: core.watchdog.leaseMs,
+        signal,
+        attempt: (deadline) => this.attempt(ids, [lease, String(permits), base], deadline, signal),
+      });
+    } finally {
+      if (sentAt === undefined) for (const renewal of renewals) core.watchdog.abandon(renewal);
+    }
+    if (sentAt === undefined) return undefined;
+    for (const renewal of renewals) core.watchdog.confirm(renewal, sentAt);
+    return { ids, sentAt };
+  }
+
+  private async attempt(ids: readonly string[], args: string[], deadline: number | undefined, signal: AbortSignal | undefined): Promise<Attempt<number>> {
+    let sentAt = 0;
+    const reply = await this.run('permits.acquire', ACQUIRE, args, {
+      deadline,
+      signal,
+      onSend: (at) => (sentAt = at),
+      onLateResults: (replies) => {
+        if (tookPermits(replies)) void this.undo(ids);
+      },
+    });
+    return acquireOutcome(reply, sentAt);
+  }
+
+  /** Releases permits that an attempt took after its caller gave up. */
+  private async undo(ids: readonly string[]): Promise<void> {
+    try {
+      await this.run('permits.release', RELEASE, ids);
+    } catch (error) {
+      this.core.log.warn({ semaphore: this.name, permits: ids.length, err: error }, 'could not release permits taken after the caller gave up; they expire with their lease');
+    }
+  }
+
+  /** Releases `ids` all or nothing; resolves to the ids that were not held (empty: all released). */
+  private async releaseIds(ids: readonly string[]): Promise<string[]> {
+    const paused = this.pauseRenewals(ids);
+    const gone = notHeld(ids, await this.run('permits.release', RELEASE, ids));
+    if (gone.length > 0) this.resumeRenewals(paused, gone);
+    return gone;
+  }
+
+  /** Gives `ids` a lease of `leaseMs` from now, all or nothing; resolves to the ids that were not held. */
+  private async updateIds(ids: readonly string[], leaseMs: number, onSend?: (at: number) => void): Promise<string[]> {
+    const paused = this.pauseRenewals(ids);
+    let reply: unknown;
+    try {
+      reply = await this.run('permits.updateLeaseTime', UPDATE_LEASE, [String(leaseMs), ...ids], { onSend });
+    } catch (error) {
+      this.resumeRenewals(paused, []);
+      throw error;
+    }
+    const gone = notHeld(ids, reply);
+    if (gone.length > 0) this.resumeRenewals(paused, gone);
+    return gone;
+  }
+
+  /**
+   * Stops the watchdog renewing `ids` before a call that ends or changes their lease, so that no renewal
+   * of a permit released meanwhile reports it lost. Returns what is needed to restore them.
+   */
+  private pauseRenewals(ids: readonly string[]): Paused[] {
+    const { watchdog } = this.core;
+    const paused: Paused[] = [];
+    for (const id of ids) {
+      const renewal = watchdog.get(this.key, id);
+      if (!renewal) continue;
+      paused.push({ id, deadline: renewal.deadline, controllers: [...renewal.controllers] });
+      watchdog.release(this.key, id);
+    }
+    return paused;
+  }
+
+  /** The call changed nothing: renew the paused permits again (except those found gone), from their last renewal. */
+  private resumeRenewals(paused: readonly Paused[], gone: readonly string[]): void {
+    const { watchdog } = this.core;
+    const lost = new Set(gone);
+    for (const { id, deadline, controllers } of paused) {
+      if (lost.has(id)) continue;
+      const renewal = watchdog.reserve(PERMIT_RENEWAL, this.name, this.key, id, [this.key], [id]);
+      watchdog.confirm(renewal, deadline - watchdog.leaseMs);
+      for (const controller of controllers) renewal.controllers.add(controller);
+    }
+  }
+
+  /** Builds the handle of a grant; its signal follows the watchdog, or a timer at the end of the lease. */
+  private handle(grant: Grant, leaseMs: number | undefined): PermitHandle {
+    const controller = new AbortController();
+    let timer: NodeJS.Timeout | undefined;
+    const armLease = (from: number, lease: number): void => {
+      if (timer) clearTimeout(timer);
+      timer = outsideContexts(() => setTimeout(() => controller.abort(new LockLostError(this.name, 'lease-ended')), Math.max(0, from + lease - monotonic())));
+      timer.unref();
+    };
+    if (leaseMs === undefined) {
+      for (const id of grant.ids) this.core.watchdog.get(this.key, id)?.controllers.add(controller);
+    } else {
+      armLease(grant.sentAt, leaseMs);
+    }
+    return new PermitHandle(this.name, grant.ids, controller.signal, leaseMs, {
+      release: async () => {
+        if (timer) clearTimeout(timer);
+        const gone = await this.releaseIds(grant.ids);
+        if (gone.length > 0) throw this.notHeld(gone);
+      },
+      updateLeaseTime: async (leaseTime, unit) => {
+        const lease = positiveLease(leaseTime, unit);
+        let sentAt = 0;
+        const gone = await this.updateIds(grant.ids, lease, (at) => (sentAt = at));
+        if (gone.length > 0) throw this.notHeld(gone);
+        armLease(sentAt, lease);
+        return lease;
+      },
+    });
+  }
+
+  private async counts(): Promise<[limit: number, held: number]> {
+    const reply = (await this.run('permits.counts', COUNTS, [])) as unknown[];
+    return [Number(reply[0]), Number(reply[1])];
+  }
+
+  private notHeld(gone: readonly string[]): PermitNotHeldError {
+    return new PermitNotHeldError(this.name, gone.slice(0, 100), gone.length);
+  }
+
+  private run(operation: string, script: ObjectScript, args: readonly string[], options: ObjectRunOptions = {}): Promise<unknown> {
+    return runObjectScript(this.core, operation, script, [this.key, this.permitsKey], this.channel, args, {
+      ...options,
+      expects: { key: this.key, type: 'zset' },
+    });
+  }
+}
+
+/** A release or lease-change reply: the positions (from 1) of the ids not held, or a count when all were. */
+function notHeld(ids: readonly string[], reply: unknown): string[] {
+  return Array.isArray(reply) ? reply.map((position) => ids[Number(position) - 1]!) : [];
+}
+
+/** One id or a list of them: non-empty strings, at least one, no repeats. */
+function idList(ids: string | readonly string[]): readonly string[] {
+  const list = typeof ids === 'string' ? [ids] : ids;
+  if (!Array.isArray(list) || list.length === 0) throw new InvalidArgumentError('ids', 'give a permit id or a non-empty array of permit ids');
+  for (const id of list) {
+    if (typeof id !== 'string' || id.length === 0) throw new InvalidArgumentError('ids', `permit ids are non-empty strings; got ${typeof id === 'string' ? 'an empty string' : typeof id}`);
+  }
+  if (new Set(list).size !== list.length) throw new InvalidArgumentError('ids', 'the same permit id is given twice');
+  return list;
+}
+
+/** A lease for `updateLeaseTime`: positive (the watchdog cannot be chosen here). */
+function positiveLease(leaseTime: number, unit: TimeUnit | undefined): number {
+  const lease = leaseMillis(leaseTime, unit);
+  if (lease === undefined) throw new InvalidArgumentError('leaseTime', 'must be a positive time; -1 (watchdog) is not accepted here');
+  return lease;
+}
