@@ -39,6 +39,9 @@ export function latencyPanels(results: Results): Panel[] {
   ].filter((p): p is Panel => p !== undefined);
 }
 
+/** A bar's value label: 3 significant digits at most, no exponent. */
+const compact = (ms: number): string => (ms >= 100 ? ms.toFixed(0) : ms >= 10 ? ms.toFixed(1) : ms >= 1 ? ms.toFixed(2) : ms.toFixed(3));
+
 const escape = (text: string): string => text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
 
 export function latencyChart(panels: readonly Panel[], caption: string): string {
@@ -80,6 +83,7 @@ export function latencyChart(panels: readonly Panel[], caption: string): string 
         const y = yOf(v);
         const x = gx + i * barWidth;
         out.push(`<rect x="${x.toFixed(1)}" y="${y.toFixed(1)}" width="${(barWidth - 2).toFixed(1)}" height="${(y0 + plotHeight - y).toFixed(1)}" fill="${COLORS[s.impl]}"><title>${s.impl} ${label}: ${v.toFixed(2)} ms</title></rect>`);
+        out.push(`<text x="${(x + (barWidth - 2) / 2).toFixed(1)}" y="${(y - 3).toFixed(1)}" text-anchor="middle" font-size="9" fill="#333">${compact(v)}</text>`);
       });
       out.push(`<text x="${left + g * groupWidth + groupWidth / 2}" y="${y0 + plotHeight + 16}" text-anchor="middle">${label}</text>`);
     });
