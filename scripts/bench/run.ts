@@ -4,10 +4,11 @@
  * redis-server it starts and stops, or REDIS_URL. Scenarios 1–3 and 6 run every library in this
  * process in rotating rounds (figures are medians of rounds); 4 and 5 run child processes.
  *
- * Options: --quick (under 2 minutes), --json (one JSON line per scenario and library; the progress and
- * the header go to stderr), --only 1,3 (scenarios), --impl relock,floor (libraries), --docs (write the
- * results into docs/benchmarks.md and the chart into docs/benchmarks-latency.svg), --svg FILE (the chart
- * only), --commands (print each window's INFO commandstats delta per acquisition).
+ * Options: --quick (under 2 minutes on a quiet 2-core machine); --json (one JSON line per scenario and
+ * library on stdout, the progress and the tables on stderr: `npm run --silent bench -- --json`);
+ * --only 1,3 (scenarios); --impl relock,floor (libraries); --docs (write the results into
+ * docs/benchmarks.md and the chart into docs/benchmarks-latency.svg); --svg FILE (the chart only);
+ * --commands (print each window's INFO commandstats delta per acquisition).
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';

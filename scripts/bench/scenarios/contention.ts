@@ -33,7 +33,7 @@ export const contention: Scenario = {
         holdMs: HOLD_MS,
         thinkMs: THINK_MS,
         warmMs: ctx.quick ? 300 : 1000,
-        measureMs: ctx.quick ? 2000 : 5000,
+        measureMs: ctx.quick ? 1500 : 5000,
       });
       return { csPerSec: wait.count / result.seconds, ...wait.figures('wait', true), ...redisFigures(ctx, adapter, result, wait.count), gaveUp };
     });
