@@ -1,0 +1,42 @@
+import { createClient } from 'redis';
+import type { Adapter, AdapterOptions, Impl } from './types.js';
+
+export interface Adapters {
+  readonly list: readonly Adapter[];
+  get(impl: Impl): Adapter;
+  close(): Promise<void>;
+}
+
+/**
+ * Opens the adapters of `impls` against one Redis. relock and the floor share one node-redis client
+ * made with `createClient({ url })` and nothing else (node-redis 6 defaults, per-command timeout
+ * included: relock must not pay it); each peer gets its own ioredis client. Libraries are imported only
+ * when asked for, so that a child process measuring one of them starts quickly.
+ */
+export async function openAdapters(impls: readonly Impl[], options: AdapterOptions): Promise<Adapters> {
+  let redis: ReturnType<typeof createClient> | undefined;
+  if (impls.includes('relock') || impls.includes('floor')) {
+    redis = createClient({ url: options.url });
+    redis.on('error', () => {});
+    await redis.connect();
+  }
+  const list: Adapter[] = [];
+  for (const impl of impls) {
+    if (impl === 'relock') list.push((await import('./relock.js')).relockAdapter(redis!, options));
+    else if (impl === 'floor') list.push(await (await import('./floor.js')).floorAdapter(redis!));
+    else if (impl === 'redis-semaphore') list.push((await import('./redis-semaphore.js')).redisSemaphoreAdapter(options));
+    else list.push((await import('./redlock.js')).redlockAdapter(impl, options));
+  }
+  return {
+    list,
+    get(impl) {
+      const adapter = list.find((a) => a.impl === impl);
+      if (!adapter) throw new Error(`adapter ${impl} is not open`);
+      return adapter;
+    },
+    async close() {
+      await Promise.all(list.map((a) => a.close()));
+      await redis?.close();
+    },
+  };
+}

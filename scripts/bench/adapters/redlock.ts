@@ -1,0 +1,66 @@
+import { Redlock as SesameRedlock, ExecutionError as SesameExecutionError } from '@sesamecare-oss/redlock';
+import { Redis } from 'ioredis';
+import Redlock, { ExecutionError } from 'redlock';
+import type { Adapter, AdapterOptions, Impl } from './types.js';
+
+/** What both redlock packages offer (the sesamecare one is a TypeScript fork of redlock 5). */
+interface RedlockLike {
+  acquire(resources: string[], duration: number): Promise<{ release(): Promise<unknown> }>;
+  using<T>(resources: string[], duration: number, routine: (signal: AbortSignal) => Promise<T>): Promise<T>;
+  quit(): Promise<void>;
+}
+
+/** redlock has no default lease; the benchmark gives it relock's (`lockWatchdogTimeout`, 30 s). */
+const DEFAULT_LEASE_MS = 30_000;
+
+/**
+ * redlock 5.0.0-beta.2 or @sesamecare-oss/redlock on one ioredis 5 client, default settings (10
+ * retries every 200 ms ± 100 ms jitter). Mutexes use `acquire` / `release` (no extension); `hold` uses
+ * `using`, which extends the lock 500 ms before it expires.
+ */
+export function redlockAdapter(impl: Extract<Impl, 'redlock' | 'sesamecare-redlock'>, options: AdapterOptions): Adapter {
+  const redis = new Redis(options.url);
+  redis.on('error', () => {});
+  const redlock = (impl === 'redlock' ? new Redlock([redis]) : new SesameRedlock([redis])) as unknown as RedlockLike;
+  const gaveUp = (error: unknown): boolean => error instanceof ExecutionError || error instanceof SesameExecutionError;
+  const lease = options.leaseMs ?? DEFAULT_LEASE_MS;
+  return {
+    impl,
+    mutex(name) {
+      let held: { release(): Promise<unknown> } | undefined;
+      return {
+        acquire: async () => {
+          try {
+            held = await redlock.acquire([name], lease);
+            return true;
+          } catch (error) {
+            if (gaveUp(error)) return false;
+            throw error;
+          }
+        },
+        release: async () => {
+          const lock = held;
+          held = undefined;
+          await lock?.release();
+        },
+      };
+    },
+    async hold(name) {
+      let finish!: () => void;
+      const finished = new Promise<void>((resolve) => (finish = resolve));
+      let acquired!: () => void;
+      const started = new Promise<void>((resolve) => (acquired = resolve));
+      const using = redlock.using([name], lease, async (signal) => {
+        if (options.onLost) signal.addEventListener('abort', options.onLost);
+        acquired();
+        await finished;
+      });
+      await Promise.race([started, using]);
+      return async () => {
+        finish();
+        await using;
+      };
+    },
+    close: () => redlock.quit(),
+  };
+}

@@ -1,0 +1,60 @@
+import { createLockClient, type LockClient } from '../../../src/index.js';
+import type { Adapter, AdapterOptions, Mutex } from './types.js';
+
+/**
+ * The Redisson semaphore API (`RSemaphore`) that relock's `getSemaphore` follows. It is being built on
+ * another branch: the adapter uses it when the client has it and reports it missing otherwise.
+ */
+interface RSemaphoreApi {
+  trySetPermits(permits: number): Promise<boolean>;
+  acquire(): Promise<void>;
+  release(): Promise<void>;
+}
+type WithSemaphore = LockClient & { getSemaphore?: (name: string) => RSemaphoreApi };
+
+/**
+ * relock on the given node-redis client, defaults except `lockWatchdogTimeout` when `leaseMs` is set.
+ * Mutexes use `lock()` / `unlock()` (watchdog mode), one RLock object (one owner) per task.
+ */
+export function relockAdapter(redis: object, options: AdapterOptions): Adapter {
+  const client: WithSemaphore = createLockClient({ redis, ...(options.leaseMs === undefined ? {} : { lockWatchdogTimeout: options.leaseMs }) });
+  if (options.onLost) client.on('lockLost', options.onLost);
+  const getSemaphore = client.getSemaphore?.bind(client);
+  return {
+    impl: 'relock',
+    mutex(name) {
+      const lock = client.getLock(name);
+      return {
+        acquire: async () => {
+          await lock.lock();
+          return true;
+        },
+        release: () => lock.unlock(),
+      };
+    },
+    async hold(name) {
+      const lock = client.getLock(name);
+      await lock.lock();
+      return () => lock.unlock();
+    },
+    ...(getSemaphore
+      ? {
+          semaphore(name: string, permits: number) {
+            const semaphore = getSemaphore(name);
+            return {
+              ready: async () => void (await semaphore.trySetPermits(permits)),
+              task: (): Mutex => ({
+                acquire: async () => {
+                  await semaphore.acquire();
+                  return true;
+                },
+                release: () => semaphore.release(),
+              }),
+            };
+          },
+        }
+      : { semaphoreMissing: 'not available in this build (LockClient.getSemaphore does not exist yet)' }),
+    renewalCalls: () => client.stats().renewalCalls,
+    close: () => client.shutdown(),
+  };
+}

@@ -1,0 +1,72 @@
+/**
+ * What the benchmark asks of every library: per-task mutexes and semaphores, long holds with the
+ * library's own auto-renewal, and the Redis commands it sends itself (to count them in INFO
+ * commandstats). Each adapter drives its library in its default configuration.
+ */
+
+/** The libraries measured; `floor` is two bare EVALSHA round trips per cycle on relock's client. */
+export type Impl = 'relock' | 'redlock' | 'sesamecare-redlock' | 'redis-semaphore' | 'floor';
+
+export const ALL_IMPLS: readonly Impl[] = ['relock', 'floor', 'redlock', 'sesamecare-redlock', 'redis-semaphore'];
+
+/** A lock (or one permit of a semaphore) as one task sees it: acquire, then release what it took. */
+export interface Mutex {
+  /**
+   * Waits for the lock as long as the library's default configuration waits. Resolves to true when
+   * acquired, false when the library gave up (redlock after its retries, redis-semaphore after its
+   * `acquireTimeout`); the harness then calls it again, as an application would.
+   */
+  acquire(): Promise<boolean>;
+  release(): Promise<void>;
+}
+
+/** Releases a hold taken by `Adapter.hold`. */
+export type Release = () => Promise<void>;
+
+export interface AdapterOptions {
+  url: string;
+  /**
+   * Lease of holds that the library renews by itself (`hold()`), in ms: relock's
+   * `lockWatchdogTimeout`, redlock's `using` duration, redis-semaphore's `lockTimeout`. Default: each
+   * library's default (redlock has none: 30000, relock's).
+   */
+  leaseMs?: number;
+  /** Called when a renewed hold is lost (scenario 5 counts them). */
+  onLost?: () => void;
+}
+
+/**
+ * The commands each library sends to Redis itself, as named in INFO commandstats. Commands that its
+ * scripts run inside Redis are counted there too; counting only these counts requests (round trips),
+ * not the work each script does. relock: its scripts, the batched UNLINK of unlock latches, and
+ * (un)subscribing; redis-semaphore: `SET NX` to take a mutex, scripts for the rest.
+ */
+export const REQUEST_COMMANDS: Readonly<Record<Impl, readonly string[]>> = {
+  relock: ['evalsha', 'eval', 'unlink', 'subscribe', 'unsubscribe'],
+  floor: ['evalsha'],
+  redlock: ['evalsha', 'eval'],
+  'sesamecare-redlock': ['evalsha', 'eval'],
+  'redis-semaphore': ['set', 'evalsha', 'eval'],
+};
+
+export interface Adapter {
+  readonly impl: Impl;
+  /** A mutex on `name` for one task: every task gets its own owner identity. */
+  mutex(name: string): Mutex;
+  /**
+   * Acquires `name` and keeps it alive with the library's own renewal (relock's watchdog, redlock's
+   * `using`, redis-semaphore's refresh timer) until the returned release is called. Undefined when the
+   * library has no such mode (the floor).
+   */
+  hold?(name: string): Promise<Release>;
+  /**
+   * A semaphore of `permits` on `name`, as one task sees it; undefined when the library has none. The
+   * returned `ready` runs once before the tasks start (relock's `trySetPermits`).
+   */
+  semaphore?(name: string, permits: number): { ready(): Promise<void>; task(): Mutex };
+  /** Why `semaphore` is missing, printed instead of its figures. */
+  readonly semaphoreMissing?: string;
+  /** Renewal script calls made so far, when the library counts them (relock's `stats().renewalCalls`). */
+  renewalCalls?(): number;
+  close(): Promise<void>;
+}

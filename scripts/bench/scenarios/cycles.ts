@@ -1,0 +1,43 @@
+import type { Adapter } from '../adapters/types.js';
+import { Latencies, now, type Figures } from '../measure.js';
+import { acquireUntilGranted, closedLoop, inRounds, redisFigures, type BenchContext, type Column, type Row } from '../scenario.js';
+
+/**
+ * Acquire + release cycles with nobody waiting: `tasks` loops, each on its own key, for every library
+ * (the floor included), in rotating rounds. Figures: cycles per second, cycle latency p50/p99/max,
+ * Redis requests, calls and server µs per cycle.
+ */
+export function runCycles(ctx: BenchContext, label: string, tasks: number): Promise<Row[]> {
+  const rounds = ctx.quick ? 2 : 5;
+  const warmMs = ctx.quick ? 200 : 500;
+  const measureMs = ctx.quick ? 700 : 2000;
+  return inRounds(ctx, ctx.adapters, rounds, label, async (adapter: Adapter, round: number): Promise<Figures> => {
+    const mutexes = Array.from({ length: tasks }, (_, t) => adapter.mutex(`bench:${ctx.runId}:${label}:${adapter.impl}:${round}:${t}`));
+    const latency = new Latencies();
+    let cycles = 0;
+    const result = await closedLoop(ctx, adapter, warmMs, measureMs, tasks, async (task, window) => {
+      const mutex = mutexes[task]!;
+      const started = now();
+      if ((await acquireUntilGranted(mutex)) > 0) throw new Error(`${adapter.impl}: a free lock was refused`);
+      await mutex.release();
+      const ended = now();
+      if (window.contains(ended)) {
+        cycles++;
+        latency.record(ended - started);
+      }
+    });
+    return { cyclesPerSec: cycles / result.seconds, ...latency.figures('latency'), ...redisFigures(ctx, adapter, result, cycles) };
+  });
+}
+
+/** The table of scenarios 1 and 2; latencies with `latencyDecimals` decimals. */
+export function cycleColumns(latencyDecimals: number): Column[] {
+  return [
+    { figure: 'cyclesPerSec', heading: 'cycles/s', decimals: 0 },
+    { figure: 'latencyP50Ms', heading: 'p50 ms', decimals: latencyDecimals },
+    { figure: 'latencyP99Ms', heading: 'p99 ms', decimals: latencyDecimals },
+    { figure: 'redisCommandsPerAcquire', heading: 'requests/cycle', decimals: 2 },
+    { figure: 'redisUsecPerAcquire', heading: 'Redis µs/cycle', decimals: 1 },
+    { figure: 'clientCpuUsPerAcquire', heading: 'Node CPU µs/cycle', decimals: 0 },
+  ];
+}

@@ -1,0 +1,158 @@
+/**
+ * The benchmark harness (scripts/bench): its adapters drive each library correctly (exclusion,
+ * hand-over, renewal, permits), its Redis request counting holds, and its goals and chart are computed
+ * from results as documented. No timing is asserted here: figures are the benchmark's business.
+ */
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { openAdapters, type Adapters } from '../../scripts/bench/adapters/index.js';
+import { ALL_IMPLS, REQUEST_COMMANDS, type Impl } from '../../scripts/bench/adapters/types.js';
+import { latencyChart, latencyPanels } from '../../scripts/bench/chart.js';
+import { evaluateGoals } from '../../scripts/bench/goals.js';
+import { commandDelta, Latencies, median, medianOfRounds, parseCommandStats } from '../../scripts/bench/measure.js';
+import type { Row } from '../../scripts/bench/scenario.js';
+import { connect, sleep, uniqueName, type Redis } from '../support/helpers.js';
+import { startRedis, type RedisServer } from '../support/redis.js';
+
+let server: RedisServer;
+let redis: Redis;
+let adapters: Adapters;
+let renewing: Adapters;
+
+beforeAll(async () => {
+  server = await startRedis();
+  redis = await connect(server.url);
+  adapters = await openAdapters(ALL_IMPLS, { url: server.url });
+  renewing = await openAdapters(ALL_IMPLS, { url: server.url, leaseMs: 1000 });
+});
+afterAll(async () => {
+  await adapters.close();
+  await renewing.close();
+  await redis.close();
+  await server.stop();
+});
+
+/** Whether `promise` is still pending after `ms`. */
+async function pendingAfter(promise: Promise<unknown>, ms: number): Promise<boolean> {
+  let settled = false;
+  void promise.then(() => (settled = true), () => (settled = true));
+  await sleep(ms);
+  return !settled;
+}
+
+const WAITING: Impl[] = ['relock', 'redlock', 'sesamecare-redlock', 'redis-semaphore'];
+
+describe('bench adapters', () => {
+  it.each(WAITING)('%s: a second task waits while the lock is held and gets it after the release', async (impl) => {
+    const name = uniqueName('bench');
+    const first = adapters.get(impl).mutex(name);
+    const second = adapters.get(impl).mutex(name);
+    expect(await first.acquire()).toBe(true);
+    const waiting = second.acquire();
+    expect(await pendingAfter(waiting, 250)).toBe(true);
+    await first.release();
+    expect(await waiting).toBe(true);
+    await second.release();
+  });
+
+  it('floor: an acquire of a held key resolves to false, and true once it is released', async () => {
+    const name = uniqueName('bench');
+    const first = adapters.get('floor').mutex(name);
+    const second = adapters.get('floor').mutex(name);
+    expect(await first.acquire()).toBe(true);
+    expect(await second.acquire()).toBe(false);
+    await first.release();
+    expect(await second.acquire()).toBe(true);
+    await second.release();
+    expect(await redis.exists(name)).toBe(0);
+  });
+
+  it('hold(): every library keeps a lock past its 1 s lease until released', async () => {
+    const holders = renewing.list.filter((a) => a.hold);
+    expect(holders.map((a) => a.impl).sort()).toEqual([...WAITING].sort());
+    const held = await Promise.all(holders.map(async (a) => ({ a, name: uniqueName(`hold-${a.impl}`) })));
+    const releases = await Promise.all(held.map(({ a, name }) => a.hold!(name)));
+    await sleep(1800);
+    // redis-semaphore prefixes its keys with `mutex:`; the others use the name as given.
+    const exists = await Promise.all(held.map(({ a, name }) => redis.exists(a.impl === 'redis-semaphore' ? `mutex:${name}` : name)));
+    expect(exists).toEqual(held.map(() => 1));
+    await Promise.all(releases.map((release) => release()));
+    const after = await Promise.all(held.map(({ a, name }) => redis.exists(a.impl === 'redis-semaphore' ? `mutex:${name}` : name)));
+    expect(after).toEqual(held.map(() => 0));
+  });
+
+  it('semaphores admit as many tasks as there are permits; relock says why when it has none in this build', async () => {
+    const relock = adapters.get('relock');
+    if (!relock.semaphore) expect(relock.semaphoreMissing).toMatch(/getSemaphore/);
+    for (const adapter of adapters.list) {
+      if (!adapter.semaphore) continue;
+      const semaphore = adapter.semaphore(uniqueName('sem'), 2);
+      await semaphore.ready();
+      const [a, b, c] = [semaphore.task(), semaphore.task(), semaphore.task()];
+      expect(await a.acquire()).toBe(true);
+      expect(await b.acquire()).toBe(true);
+      const third = c.acquire();
+      expect(await pendingAfter(third, 200)).toBe(true);
+      await a.release();
+      expect(await third).toBe(true);
+      await Promise.all([b.release(), c.release()]);
+    }
+  });
+});
+
+describe('bench measurements', () => {
+  it('INFO commandstats counts calls made inside scripts, and requests count only what the client sent', async () => {
+    const mutex = adapters.get('floor').mutex(uniqueName('bench'));
+    const before = parseCommandStats(await redis.info('commandstats'));
+    expect(await mutex.acquire()).toBe(true);
+    await mutex.release();
+    const delta = commandDelta(before, parseCommandStats(await redis.info('commandstats')), REQUEST_COMMANDS.floor);
+    // Other adapters' background commands may land in the window too; look at the floor's own.
+    expect(delta.byCommand.get('evalsha')?.calls).toBe(2);
+    // SET inside the acquire script, GET and DEL inside the release script: counted, but not as requests.
+    expect(['set', 'get', 'del'].map((c) => delta.byCommand.get(c)?.calls)).toEqual([1, 1, 1]);
+    expect(delta.requests).toBe(2);
+    expect(delta.calls).toBeGreaterThanOrEqual(5);
+  });
+
+  it('Latencies reports percentiles in ms at microsecond resolution; medians ignore missing values', () => {
+    const latencies = new Latencies();
+    for (let i = 1; i <= 100; i++) latencies.record(i / 10);
+    expect(latencies.percentile(50)).toBeCloseTo(5, 2);
+    expect(latencies.percentile(99)).toBeCloseTo(9.9, 2);
+    expect(latencies.maxMs).toBeCloseTo(10, 2);
+    expect(new Latencies().percentile(50)).toBeNaN();
+    expect(median([3, 1, 2])).toBe(2);
+    expect(median([4, 1, 3, 2])).toBe(2.5);
+    expect(medianOfRounds([{ a: 1, b: NaN }, { a: 3, b: 5 }, { a: 2 }])).toEqual({ a: 2, b: 5 });
+  });
+});
+
+describe('bench goals and chart', () => {
+  const row = (impl: Impl, figures: Record<string, number>): Row => ({ impl, figures });
+  const results = new Map<string, Row[]>([
+    ['uncontended', [row('relock', { cyclesPerSec: 9500 }), row('floor', { cyclesPerSec: 10_000 }), row('redlock', { cyclesPerSec: 9000 })]],
+    ['contention', [
+      row('relock', { csPerSec: 500, waitP50Ms: 1, waitP90Ms: 2, waitP99Ms: 10, waitP999Ms: 20, waitMaxMs: 30 }),
+      row('redlock', { csPerSec: 200, waitP50Ms: 0.5, waitP90Ms: 200, waitP99Ms: 90, waitP999Ms: 600, waitMaxMs: 800 }),
+    ]],
+  ]);
+
+  it('passes, fails, or says what was not measured', () => {
+    const goals = new Map(evaluateGoals(results).map((g) => [g.goal, g]));
+    expect(goals.get('Uncontended cycle at least 0.9× the floor')?.pass).toBe(true);
+    expect(goals.get('Uncontended cycle ahead of every peer')?.pass).toBe(true);
+    expect(goals.get('Contention: wait p99 at least 10× lower than every peer')?.pass).toBe(false);
+    expect(goals.get('Contention: at least 2× the critical sections per second of every peer')?.pass).toBe(true);
+    expect(goals.get('64 tasks on distinct keys at least 1.5× the best peer')?.pass).toBeUndefined();
+  });
+
+  it('draws one bar per library and percentile on a log scale', () => {
+    const panels = latencyPanels(results);
+    expect(panels).toHaveLength(1);
+    const svg = latencyChart(panels, 'test machine');
+    expect(svg.startsWith('<svg')).toBe(true);
+    expect(svg.match(/<title>/g)).toHaveLength(10);
+    expect(svg).toContain('>0.1<');
+    expect(svg).toContain('>1000<');
+  });
+});
