@@ -143,6 +143,11 @@ export class Channels {
     });
   }
 
+  /** Whether `name` is subscribed and confirmed right now (other local waiters keep it). */
+  isLive(name: string): boolean {
+    return this.channels.get(name)?.live === true;
+  }
+
   /** Number of channels currently subscribed (for tests and diagnostics). */
   get size(): number {
     return this.channels.size;

@@ -27,7 +27,8 @@ export interface WaitOptions<T> {
 
 /**
  * The wait loop of every blocking acquisition (Redisson's `tryLock` loop): try; if busy and time is left,
- * subscribe to the object's channel, try again (a release published while subscribing is not missed),
+ * subscribe to the object's channel, try again (a release published while subscribing is not missed;
+ * skipped when the channel was already subscribed before the first attempt),
  * then sleep until a message or until `min(retryAfter, remaining)` (the timer covers lost messages and
  * crashed holders, who publish nothing), and repeat. When the subscription cannot be made in time it
  * polls with jittered exponential backoff instead, capped by the holder's TTL. Resolves to the acquired
@@ -37,6 +38,9 @@ export async function waitFor<T>(options: WaitOptions<T>): Promise<T | undefined
   const { channels, signal, waitMs } = options;
   const start = monotonic();
   const deadline = Number.isFinite(waitMs) ? start + waitMs : undefined;
+  // When other local waiters already hold a live subscription, every release published after the first
+  // attempt reaches this process, so that attempt's answer stays valid and need not be repeated.
+  const liveBefore = channels.isLive(options.channel);
   const first = await options.attempt(deadline);
   if (first.acquired) return first.value;
   if (waitMs <= 0) return undefined;
@@ -47,12 +51,17 @@ export async function waitFor<T>(options: WaitOptions<T>): Promise<T | undefined
   const place = channel.place(options.need);
   let woken = false;
   let poll = 5;
+  let result: Attempt<T> = first;
+  let current = liveBefore;
   try {
     for (;;) {
       signal?.throwIfAborted();
-      const result = await options.attempt(deadline);
-      woken = false;
-      if (result.acquired) return result.value;
+      if (!current) {
+        result = await options.attempt(deadline);
+        woken = false;
+        if (result.acquired) return result.value;
+      }
+      current = false;
       const left = remaining();
       if (left <= 0) return undefined;
       let sleep = Math.min(result.retryAfterMs >= 0 ? result.retryAfterMs : options.maxPollMs, left);
