@@ -38,6 +38,11 @@ export interface Grant {
 /** The renewal kind of every hash-based exclusive lock (RLock, fenced, spin). */
 export const LOCK_RENEWAL: RenewalKind = { script: RENEW, keysPerHold: 1, argsPerHold: 1 };
 
+/** The answer of one run of an acquire script: granted (with a fencing token for fenced locks), or the holder's PTTL. */
+export type AcquireResult = { readonly granted: true; readonly token?: bigint } | { readonly granted: false; readonly ttl: number };
+
+const GRANTED: AcquireResult = Object.freeze({ granted: true });
+
 /** One message on a lock's channel wakes one local waiter. */
 const WAKE_ONE = (): number => 1;
 
@@ -102,7 +107,7 @@ export class RLock {
   tryLock(waitTime: number, unit: TimeUnit): Promise<boolean>;
   tryLock(waitTime: number, leaseTime: number, unit: TimeUnit): Promise<boolean>;
   async tryLock(waitTime?: number, leaseOrUnit?: number | TimeUnit, unit?: TimeUnit): Promise<boolean> {
-    const [wait, lease] = parseTimes(waitTime, leaseOrUnit, unit);
+    const [wait, lease] = tryLockTimes(waitTime, leaseOrUnit, unit);
     return (await this.acquireAs(this.context(), wait, lease, undefined)) !== undefined;
   }
 
@@ -177,15 +182,15 @@ export class RLock {
     return `${this.core.id}:${ctx.id}`;
   }
 
-  /** One acquisition attempt. Fenced locks override it to return a token. */
+  /** One acquisition attempt, with retries of transient failures and the guard against lost replies. */
   protected async attempt(owner: string, leaseMs: number, guard: AcquireGuard, deadline: number | undefined, signal: AbortSignal | undefined): Promise<Attempt<Grant>> {
     this.core.checkOpen();
     let sentAt = 0;
-    const reply = await this.core.executor.run(
+    const result = await this.core.executor.run(
       'lock.acquire',
       () => {
         sentAt = monotonic();
-        return ACQUIRE.run(this.core.connection, [this.key], [String(leaseMs), owner, guard.armed ? String(guard.before) : '']);
+        return this.runAcquire(owner, String(leaseMs), guard.armed ? String(guard.before) : '');
       },
       {
         idempotent: true,
@@ -193,12 +198,21 @@ export class RLock {
         signal,
         expects: { key: this.key, type: 'hash' },
         onAmbiguous: () => (guard.armed = true),
-        onLateResults: (replies) => {
-          if (replies.some((r) => r === null)) void this.undo(owner);
+        onLateResults: (results) => {
+          if (results.some((r) => r.granted)) void this.undo(owner);
         },
       },
     );
-    return reply === null ? { acquired: true, value: { sentAt } } : { acquired: false, retryAfterMs: Number(reply) };
+    return result.granted ? { acquired: true, value: { sentAt, token: result.token } } : { acquired: false, retryAfterMs: result.ttl };
+  }
+
+  /**
+   * Runs the acquire script once (`guard`: '' or the hold count before a lost attempt). The fenced lock
+   * overrides it to take a token in the same script.
+   */
+  protected async runAcquire(owner: string, lease: string, guard: string): Promise<AcquireResult> {
+    const reply = await ACQUIRE.run(this.core.connection, [this.key], [lease, owner, guard]);
+    return reply === null ? GRANTED : { granted: false, ttl: Number(reply) };
   }
 
   /** Waits for the lock with pub/sub; the spin lock overrides it with backoff polling. */
@@ -303,13 +317,14 @@ export class RLock {
   }
 }
 
-function requireUnit(unit: TimeUnit | undefined): TimeUnit {
+/** Throws `InvalidArgumentError` when a time was given without its unit. */
+export function requireUnit(unit: TimeUnit | undefined): TimeUnit {
   if (unit === undefined) throw new InvalidArgumentError('unit', 'a time unit is required with a time, e.g. tryLock(1, 5, "seconds")');
   return unit;
 }
 
-/** `tryLock` arguments → [wait ms, lease ms or undefined for the watchdog]. */
-function parseTimes(waitTime: number | undefined, leaseOrUnit: number | TimeUnit | undefined, unit: TimeUnit | undefined): [number, number | undefined] {
+/** `tryLock(…)` arguments → [wait ms (0: one attempt), lease ms or undefined for the watchdog]. */
+export function tryLockTimes(waitTime: number | undefined, leaseOrUnit: number | TimeUnit | undefined, unit: TimeUnit | undefined): [number, number | undefined] {
   if (waitTime === undefined) return [0, undefined];
   if (typeof leaseOrUnit === 'string' || leaseOrUnit === undefined) {
     return [waitMillis(waitTime, requireUnit(leaseOrUnit as TimeUnit | undefined)), undefined];

@@ -6,24 +6,30 @@ import { Script } from '../redis/script.js';
  */
 
 /**
- * Acquire. KEYS[1] = lock. ARGV[1] = lease (ms), ARGV[2] = owner, ARGV[3] = guard: empty, or the hold
- * count the owner had before an attempt whose reply was lost; when the owner's count is already one more,
- * that attempt went through and this one only refreshes the TTL (so a retry never adds a second hold).
- * Returns nil when acquired (the TTL reset to the lease), else the holder's PTTL in ms (-1: no TTL).
+ * The acquire script of every hash lock, with what it returns in each case: `lostReply` when a retry finds
+ * that its lost attempt went through (`guard` = ARGV[3], the hold count before it: the owner's count is
+ * already one more, so only the TTL is refreshed and no second hold is added), `granted` after a first or
+ * reentrant acquisition (hold count + 1, TTL reset to the lease), `busy` when another owner holds it.
+ * KEYS[1] = lock (more keys for variants); ARGV[1] = lease (ms), ARGV[2] = owner, ARGV[3] = guard or ''.
  */
-export const ACQUIRE = new Script(
-  'lock.acquire',
-  `local guard = tonumber(ARGV[3])
+export function acquireSource(results: { lostReply: string; granted: string; busy: string }): string {
+  return `local guard = tonumber(ARGV[3])
 if guard ~= nil and tonumber(redis.call('hget', KEYS[1], ARGV[2]) or '0') == guard + 1 then
   redis.call('pexpire', KEYS[1], ARGV[1])
-  return nil
+  ${results.lostReply}
 end
 if redis.call('exists', KEYS[1]) == 0 or redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
   redis.call('hincrby', KEYS[1], ARGV[2], 1)
   redis.call('pexpire', KEYS[1], ARGV[1])
-  return nil
+  ${results.granted}
 end
-return redis.call('pttl', KEYS[1])`,
+${results.busy}`;
+}
+
+/** RLock acquire: nil when acquired, else the holder's PTTL in ms (-1: the key has no TTL). */
+export const ACQUIRE = new Script(
+  'lock.acquire',
+  acquireSource({ lostReply: 'return nil', granted: 'return nil', busy: "return redis.call('pttl', KEYS[1])" }),
 );
 
 /**
