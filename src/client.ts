@@ -4,7 +4,9 @@ import { randomId, runInContext } from './context.js';
 import type { Core } from './core.js';
 import { ClientClosedError, InvalidArgumentError } from './errors.js';
 import { mainKey } from './keys.js';
+import { RFairLock } from './fair-lock/fair-lock.js';
 import { RLock, type AcquireOptions } from './lock/lock.js';
+import { RReadWriteLock } from './read-write-lock/read-write-lock.js';
 import { Channels } from './pubsub/channels.js';
 import { openConnection, type Connection } from './redis/connection.js';
 import { DEFAULT_RETRY, Executor, type RetryPolicy } from './redis/executor.js';
@@ -54,6 +56,13 @@ export interface LockClientOptions {
   responseTimeout?: number;
   /** Most holds renewed by one watchdog script call. Default 100 (Redisson's `lockWatchdogBatchSize`). */
   watchdogBatchSize?: number;
+  /**
+   * How long a fair-lock waiter that stopped trying (its process died) keeps its place in the queue, in ms.
+   * A live waiter refreshes its deadline, Redis server time + this, with every attempt and tries at least
+   * every third of it, so it is never dropped however long it waits; a dead one holds the queue up for at
+   * most this long. Default 300000 (Redisson's `fairLockWaitTimeout`); a few seconds suit most services.
+   */
+  fairLockWaitTimeout?: number;
 }
 
 /** Events of a `LockClient`. */
@@ -101,6 +110,7 @@ export class LockClient extends EventEmitter<LockClientEvents> {
       watchdog: new Watchdog(executor, o.lockWatchdogTimeout, o.watchdogBatchSize, clustered, log, (event) => this.emit('lockLost', event)),
       latches: new UnlockLatches(this.id, executor, keyPrefix, latchTtl, clustered, log),
       subscriptionTimeout: o.subscriptionTimeout,
+      fairLockWaitTimeout: o.fairLockWaitTimeout,
       log,
       debug: log.isLevelEnabled('debug'),
       checkOpen: () => {
@@ -116,6 +126,26 @@ export class LockClient extends EventEmitter<LockClientEvents> {
    */
   getLock(name: string): RLock {
     return new RLock(this.core, name);
+  }
+
+  /**
+   * A reentrant lock granted first come, first served across processes (Redisson's `getFairLock`): the
+   * waiter that has waited longest gets it next. Same API as `RLock`; see `RFairLock` for its queue,
+   * per-waiter channels and crash behaviour, and the `fairLockWaitTimeout` option. Each call returns a
+   * new object. Throws `InvalidArgumentError` for an empty name or braces that do not form a hash tag.
+   */
+  getFairLock(name: string): RFairLock {
+    return new RFairLock(this.core, name);
+  }
+
+  /**
+   * A read-write lock (Redisson's `getReadWriteLock`): `readLock()` is shared by readers, `writeLock()`
+   * excludes everyone else; both have `RLock`'s API. See `RReadWriteLock` for keys, downgrading and
+   * leases. Each call returns a new object, whose read and write locks share one owner outside contexts.
+   * Throws `InvalidArgumentError` for an empty name or braces that do not form a hash tag.
+   */
+  getReadWriteLock(name: string): RReadWriteLock {
+    return new RReadWriteLock(this.core, name);
   }
 
   /**
@@ -184,6 +214,7 @@ interface ResolvedOptions {
   subscriptionTimeout: number;
   responseTimeout: number;
   watchdogBatchSize: number;
+  fairLockWaitTimeout: number;
   retry: RetryPolicy;
 }
 
@@ -204,6 +235,7 @@ function resolveOptions(options: LockClientOptions): ResolvedOptions {
     subscriptionTimeout: positive('subscriptionTimeout', options.subscriptionTimeout, 7_500),
     responseTimeout: positive('responseTimeout', options.responseTimeout, 3_000),
     watchdogBatchSize: Math.floor(positive('watchdogBatchSize', options.watchdogBatchSize, 100)),
+    fairLockWaitTimeout: positive('fairLockWaitTimeout', options.fairLockWaitTimeout, 300_000),
     retry,
   };
 }

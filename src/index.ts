@@ -13,13 +13,16 @@ export {
   InvalidArgumentError,
   LockAcquireTimeoutError,
   LockLostError,
+  LockUpgradeError,
   RedisCommandError,
   RedisUnavailableError,
   RelockError,
   WrongTypeError,
 } from './errors.js';
+export { RFairLock } from './fair-lock/fair-lock.js';
 export { LockHandle } from './lock/handle.js';
 export { RLock, type AcquireOptions } from './lock/lock.js';
+export { RReadLock, RReadWriteLock, RWriteLock } from './read-write-lock/read-write-lock.js';
 export type { RetryPolicy } from './redis/executor.js';
 export type { TimeUnit } from './time.js';
 export type { LockLostEvent } from './watchdog/watchdog.js';
