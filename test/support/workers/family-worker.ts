@@ -6,7 +6,7 @@
  *   { cmd: 'acquire', id, kind, name, waitMs?, leaseMs?, holdMs? }
  *       kind: 'fair' | 'read' | 'write' → { type: 'acquired:<id>', ok, at } (at: hrtime ms, comparable
  *       across processes); with `holdMs` the lock is released that long after, then { type: 'released:<id>', at }
- *   { cmd: 'release', id }                         → { type: 'released:<id>', at }
+ *   { cmd: 'release', id }                         → { type: 'released:<id>', ok, error?, at }
  *   { cmd: 'cycles', name, loops, rounds }         → `loops` concurrent tasks, each `rounds` times read
  *       lock + unlock on its own lock object → { type: 'cycled', errors, ms }
  * Every lock lost is reported as { type: 'lost', name, reason }.
@@ -33,9 +33,14 @@ function lockOf(kind: string, name: string): RLock {
 }
 
 async function release(id: string): Promise<void> {
-  await handles.get(id)?.release();
+  const handle = handles.get(id);
   handles.delete(id);
-  say({ type: `released:${id}`, at: now() });
+  try {
+    await handle?.release();
+    say({ type: `released:${id}`, ok: true, at: now() });
+  } catch (error) {
+    say({ type: `released:${id}`, ok: false, error: (error as Error).name, at: now() });
+  }
 }
 
 async function acquire(command: Record<string, unknown>): Promise<void> {

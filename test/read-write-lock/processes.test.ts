@@ -1,0 +1,90 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
+import { closeAll, connect, keys, lockClient, sleep, uniqueName, waitUntil, Worker, type Redis } from '../support/helpers.js';
+import { startRedis, type RedisServer } from '../support/redis.js';
+
+let server: RedisServer;
+let redis: Redis;
+const workers: Worker[] = [];
+
+beforeAll(async () => {
+  server = await startRedis();
+  redis = await connect(server.url);
+});
+afterEach(async () => {
+  await Promise.all(workers.splice(0).map((w) => w.stop()));
+  await closeAll();
+});
+afterAll(async () => {
+  await redis.close();
+  await server.stop();
+});
+
+async function worker(options: Record<string, unknown> = {}): Promise<Worker> {
+  const w = new Worker('family-worker', { url: server.url, ...options });
+  workers.push(w);
+  // Generous: starting a tsx process takes seconds on a loaded 2-core machine.
+  await w.next('ready', 60_000);
+  return w;
+}
+
+describe('RReadWriteLock across processes', () => {
+  it('10 workers (5 tasks in each of 2 processes) × 1000 read lock/unlock cycles: no error, nothing left', async () => {
+    const procs = await Promise.all([worker(), worker()]);
+    const name = uniqueName();
+    for (const w of procs) w.send({ cmd: 'cycles', name, loops: 5, rounds: 1000 });
+    const results = await Promise.all(procs.map((w) => w.next('cycled', 90_000)));
+    expect(results.map((r) => r.errors)).toEqual([0, 0]);
+    await waitUntil(async () => (await keys(redis, `*${name}*`)).length === 0, 2000, 10, 'no keys left');
+    process.stdout.write(`rw: 10 × 1000 read cycles in ${results.map((r) => Math.round(Number(r.ms))).join(' / ')} ms per process\n`);
+  }, 120_000);
+
+  it.each([0, 2])('two clients hold reads, one is killed, the other holds on for %i leases: the writer gets in within one lease after it releases', async (leases) => {
+    const lease = 1000;
+    const doomed = await worker({ lockWatchdogTimeout: lease });
+    const name = uniqueName();
+    doomed.send({ cmd: 'acquire', id: 'r', kind: 'read', name });
+    expect((await doomed.next('acquired:r')).ok).toBe(true);
+    const survivor = lockClient(redis, { lockWatchdogTimeout: lease }).getReadWriteLock(name).readLock();
+    await survivor.lock();
+    const writer = lockClient(redis).getReadWriteLock(name).writeLock();
+    let writtenAt = 0;
+    const writing = writer.tryLock(15, 'seconds').then((ok) => ((writtenAt = performance.now()), ok));
+    doomed.kill('SIGKILL');
+    await doomed.exited;
+    // The survivor's watchdog renews only its own hold, never the dead client's.
+    await sleep(leases * lease);
+    expect(writtenAt).toBe(0);
+    const releasedAt = performance.now();
+    await survivor.unlock();
+    expect(await writing).toBe(true);
+    const after = writtenAt - releasedAt;
+    expect(after).toBeLessThan(lease + 150);
+    await writer.unlock();
+    process.stdout.write(`rw: writer in ${Math.round(after)} ms after the surviving reader released ${leases} leases after the kill (lease ${lease} ms)\n`);
+  }, 120_000);
+
+  it('a reader frozen past its lease (SIGSTOP) while another reader holds: it is told on resume, does not revive its hold, and the writer gets in', async () => {
+    const lease = 600;
+    const frozen = await worker({ lockWatchdogTimeout: lease });
+    const name = uniqueName();
+    frozen.send({ cmd: 'acquire', id: 'r', kind: 'read', name });
+    expect((await frozen.next('acquired:r')).ok).toBe(true);
+    const other = lockClient(redis, { lockWatchdogTimeout: lease }).getReadWriteLock(name).readLock();
+    await other.lock();
+    frozen.kill('SIGSTOP');
+    await sleep(lease + 300);
+    frozen.kill('SIGCONT');
+    const lost = await frozen.next('lost', 5000);
+    expect(lost.name).toBe(name);
+    const writer = lockClient(redis).getReadWriteLock(name).writeLock();
+    const writing = writer.tryLock(5, 'seconds');
+    const releasedAt = performance.now();
+    await other.unlock();
+    expect(await writing).toBe(true);
+    expect(performance.now() - releasedAt).toBeLessThan(300);
+    frozen.send({ cmd: 'release', id: 'r' });
+    expect(await frozen.next('released:r')).toMatchObject({ ok: false, error: 'IllegalMonitorStateError' });
+    expect(await writer.isHeldByCurrentContext()).toBe(true);
+    await writer.unlock();
+  }, 120_000);
+});
