@@ -96,7 +96,7 @@ export class RFairLock extends RLock {
     const { connection, latches } = this.core;
     return FAIR_UNLOCK.run(
       connection,
-      [this.key, this.queueKey, this.timeoutKey, latch],
+      [this.key, latch, this.queueKey, this.timeoutKey],
       [owner, this.channel, connection.publishCommand, latches.ttlArg, attempt > 1 ? '1' : '0'],
     );
   }

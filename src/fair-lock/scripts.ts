@@ -1,33 +1,40 @@
+import { unlockSource } from '../lock/scripts.js';
 import { Script } from '../redis/script.js';
 
 /**
  * RFairLock scripts (after Redisson's `RedissonFairLock`, with liveness deadlines instead of positional
- * ones). Every script gets KEYS[1] = lock hash (as RLock's), KEYS[2] = queue (LIST of waiting owner ids,
- * head first), KEYS[3] = deadlines (ZSET owner id → server time in ms after which the waiter counts as
- * dead). A waiter's deadline is `now + fairLockWaitTimeout` from its latest attempt, so a live waiter,
+ * ones). Every script gets KEYS[1] = lock hash (as RLock's), then (after the unlock latch in the unlock
+ * script) the queue (LIST of waiting owner ids, head first) and the deadlines (ZSET owner id → server
+ * time in ms after which the waiter counts as dead). A waiter's deadline is `now + fairLockWaitTimeout` from its latest attempt, so a live waiter,
  * which retries at least every third of that, never reaches it, and one waiter's deadline never depends
  * on the others' (nothing to shift when waiters come and go). Every time is Redis server time.
  */
 
 /**
- * Shared start of every fair-lock script: `now` (server ms), `first` (the head of the queue before this
- * script), the removal of every waiter past its deadline (dead, wherever it is in the queue), and
- * `notify(previous, caller, prefix, publish)`, which wakes the head of the queue when it is no longer
- * `previous` (so it starts watching the holder's lease) unless it is the caller itself.
+ * Shared start of every fair-lock script, given the queue and deadline keys: `now` (server ms), `first`
+ * (the head of the queue before this script), the removal of every waiter past its deadline (dead,
+ * wherever it is in the queue), and `notify(previous, caller, prefix, publish)`, which wakes the head of
+ * the queue when it is no longer `previous` (so it starts watching the holder's lease) unless it is the
+ * caller itself.
  */
-const PRELUDE = `local t = redis.call('time')
+function prelude(queueKey: string, timeoutKey: string): string {
+  return `local queue, timeouts = ${queueKey}, ${timeoutKey}
+local t = redis.call('time')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local first = redis.call('lindex', KEYS[2], 0)
-local dead = redis.call('zrangebyscore', KEYS[3], '-inf', now)
+local first = redis.call('lindex', queue, 0)
+local dead = redis.call('zrangebyscore', timeouts, '-inf', now)
 for i = 1, #dead do
-  redis.call('zrem', KEYS[3], dead[i])
-  redis.call('lrem', KEYS[2], 1, dead[i])
+  redis.call('zrem', timeouts, dead[i])
+  redis.call('lrem', queue, 1, dead[i])
 end
 local function notify(previous, caller, prefix, publish)
-  local head = redis.call('lindex', KEYS[2], 0)
+  local head = redis.call('lindex', queue, 0)
   if head and head ~= previous and head ~= caller then redis.call(publish, prefix .. ':' .. head, '0') end
 end
 `;
+}
+
+const PRELUDE = prelude('KEYS[2]', 'KEYS[3]');
 
 /**
  * Acquire. ARGV[1] = lease (ms), ARGV[2] = owner, ARGV[3] = guard ('' or the hold count before an attempt
@@ -53,60 +60,45 @@ if redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
   redis.call('pexpire', KEYS[1], ARGV[1])
   return nil
 end
-local head = redis.call('lindex', KEYS[2], 0)
+local head = redis.call('lindex', queue, 0)
 if redis.call('exists', KEYS[1]) == 0 and (not head or head == ARGV[2]) then
   if head then
-    redis.call('lpop', KEYS[2])
-    redis.call('zrem', KEYS[3], ARGV[2])
+    redis.call('lpop', queue)
+    redis.call('zrem', timeouts, ARGV[2])
   end
   redis.call('hset', KEYS[1], ARGV[2], 1)
   redis.call('pexpire', KEYS[1], ARGV[1])
   notify(first, ARGV[2], ARGV[6], ARGV[7])
   return nil
 end
-if ARGV[5] == '1' and redis.call('zadd', KEYS[3], now + tonumber(ARGV[4]), ARGV[2]) == 1 then
-  redis.call('rpush', KEYS[2], ARGV[2])
+if ARGV[5] == '1' and redis.call('zadd', timeouts, now + tonumber(ARGV[4]), ARGV[2]) == 1 then
+  redis.call('rpush', queue, ARGV[2])
 end
 notify(first, ARGV[2], ARGV[6], ARGV[7])
 local retry = tonumber(ARGV[8])
-if redis.call('lindex', KEYS[2], 0) == ARGV[2] then
+if redis.call('lindex', queue, 0) == ARGV[2] then
   local ttl = redis.call('pttl', KEYS[1])
   if ttl >= 0 then retry = math.min(retry, ttl) end
 end
-local soonest = redis.call('zrange', KEYS[3], 0, 0, 'withscores')
+local soonest = redis.call('zrange', timeouts, 0, 0, 'withscores')
 if soonest[2] then retry = math.min(retry, tonumber(soonest[2]) - now) end
 return retry`,
 );
 
 /**
- * Unlock. KEYS[4] = unlock latch. ARGV[1] = owner, ARGV[2] = channel prefix, ARGV[3] = publish command,
- * ARGV[4] = latch TTL (ms), ARGV[5] = '1' on a retry of the call (replays the latch). Returns nil when the
- * owner does not hold the lock, 0 when one hold was released and others remain, 1 when the lock was
- * deleted and the head of the queue (only it) was sent `0` on its own channel.
+ * Unlock (RLock's, see `unlockSource`). KEYS[2] = unlock latch, KEYS[3] = queue, KEYS[4] = deadlines.
+ * ARGV[1] = owner, ARGV[2] = channel prefix, ARGV[3] = publish command, ARGV[4] = latch TTL (ms),
+ * ARGV[5] = '1' on a retry of the call. Returns nil when the owner does not hold the lock, 0 when one hold
+ * was released and others remain, 1 when the lock was deleted and the head of the queue (only it) was sent
+ * `0` on its own channel.
  */
 export const FAIR_UNLOCK = new Script(
   'fairLock.unlock',
-  `if ARGV[5] == '1' then
-  local replay = redis.call('get', KEYS[4])
-  if replay then return tonumber(replay) end
-end
-${PRELUDE}
-local count = redis.call('hget', KEYS[1], ARGV[1])
-if not count then
-  notify(first, '', ARGV[2], ARGV[3])
-  return nil
-end
-local result = 0
-if tonumber(count) > 1 then
-  redis.call('hincrby', KEYS[1], ARGV[1], -1)
-  notify(first, '', ARGV[2], ARGV[3])
-else
-  redis.call('del', KEYS[1])
-  notify(nil, '', ARGV[2], ARGV[3])
-  result = 1
-end
-redis.call('set', KEYS[4], result, 'px', ARGV[4])
-return result`,
+  unlockSource({
+    prelude: prelude('KEYS[3]', 'KEYS[4]'),
+    kept: "notify(first, '', ARGV[2], ARGV[3])",
+    released: "notify(nil, '', ARGV[2], ARGV[3])",
+  }),
 );
 
 /**
@@ -132,8 +124,8 @@ return 0`,
 export const FAIR_LEAVE = new Script(
   'fairLock.leave',
   `${PRELUDE}
-local removed = redis.call('lrem', KEYS[2], 0, ARGV[1])
-redis.call('zrem', KEYS[3], ARGV[1])
+local removed = redis.call('lrem', queue, 0, ARGV[1])
+redis.call('zrem', timeouts, ARGV[1])
 notify(first, ARGV[1], ARGV[2], ARGV[3])
 return removed > 0 and 1 or 0`,
 );

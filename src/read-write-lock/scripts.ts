@@ -1,3 +1,4 @@
+import { latchReplay } from '../lock/scripts.js';
 import { Script } from '../redis/script.js';
 
 /**
@@ -56,11 +57,7 @@ return nil`,
  */
 export const RW_UNLOCK = new Script(
   'readWriteLock.unlock',
-  `if ARGV[6] == '1' then
-  local replay = redis.call('get', KEYS[3])
-  if replay then return tonumber(replay) end
-end
-local field = ARGV[1]
+  `${latchReplay('ARGV[6]', 'KEYS[3]')}local field = ARGV[1]
 local n = tonumber(redis.call('hget', KEYS[1], field))
 if not n then return nil end
 ${NOW}local live = false
