@@ -147,6 +147,32 @@ describe('RFairLock order and hand-off', () => {
   });
 });
 
+describe('RFairLock cost', () => {
+  it('40 waiters cost Redis work per release, not per unit of time (known failure 16)', async () => {
+    const clients = Array.from({ length: 4 }, () => lockClient(redis));
+    const name = uniqueName();
+    const holder = clients[0]!.getFairLock(name);
+    await holder.lock();
+    const waiters = Array.from({ length: 40 }, (_, i) => {
+      const lock = clients[i % 4]!.getFairLock(name);
+      return lock.lock().then(() => lock.unlock());
+    });
+    await queued(holder, 40);
+    await waitUntil(() => clients.reduce((n, c) => n + c.stats().subscriptions, 0) === 40, 5000, 5, 'one subscription per waiter');
+    await sleep(200);
+    const before = await commandCalls(redis, 'evalsha');
+    await sleep(1000);
+    expect(await commandCalls(redis, 'evalsha')).toBe(before);
+    const started = performance.now();
+    await holder.unlock();
+    await Promise.all(waiters);
+    const handOff = (performance.now() - started) / 40;
+    const perRelease = ((await commandCalls(redis, 'evalsha')) - before) / 41;
+    process.stdout.write(`fair: ${perRelease.toFixed(2)} scripts per hand-off, ${handOff.toFixed(1)} ms per hand-off (40 waiters, 4 clients)\n`);
+    expect(perRelease).toBeLessThan(4);
+  });
+});
+
 describe('RFairLock waiters that come and go (known failure 26)', () => {
   it('deadlines stay within fairLockWaitTimeout of server time while waiters give up around long waiters, who keep their order', async () => {
     const timeout = 1500;
