@@ -47,23 +47,37 @@ return nil`,
 /**
  * Unlock one hold. KEYS[3] = unlock latch. ARGV[1] = field (`owner` or `owner:write`), ARGV[2] = side,
  * ARGV[3] = channel, ARGV[4] = publish command, ARGV[5] = latch TTL (ms), ARGV[6] = '1' on a retry of the
- * call (replays the latch). The field's newest hold is removed; when none of its holds is live any more
- * (all leases ended) they all are, and the reply is nil as for an owner that never held it. When the
- * writer's last write hold goes, the lock turns to read mode (the writer's own read holds stay: a
- * downgrade) and `1` is published so that waiting readers enter. The lock then lives as long as its
- * longest live hold; with none left it is deleted and `1` (after write mode: wake every waiter) or `0`
- * (after read mode: one waiter per process, a writer) is published. Returns nil, 0 (holds of this side
- * remain) or 1 (the owner no longer holds this side).
+ * call (replays the latch).
+ * 1. Holds whose lease ended (any owner's: crashed or frozen clients) are forgotten, and so is an owner
+ *    with no hold left; when that owner was the writer, the lock turns to read mode.
+ * 2. The field's newest hold is removed; when none of its holds is live (all leases ended) the reply is
+ *    nil, as for an owner that never held it.
+ * 3. When the writer's last write hold goes, the lock turns to read mode: the writer's own read holds stay
+ *    (a downgrade) and `1` is published so that waiting readers enter.
+ * 4. The lock then lives as long as its longest live hold; with none left it is deleted and `1` (after
+ *    write mode: wake every waiter) or `0` (after read mode: one waiter per process, a writer) published.
+ * Returns nil, 0 (holds of this side remain) or 1 (the owner no longer holds this side).
  */
 export const RW_UNLOCK = new Script(
   'readWriteLock.unlock',
-  `${latchReplay('ARGV[6]', 'KEYS[3]')}local field = ARGV[1]
+  `${latchReplay('ARGV[6]', 'KEYS[3]')}${NOW}local downgraded = false
+for _, member in ipairs(redis.call('zrangebyscore', KEYS[2], '-inf', now)) do
+  redis.call('zrem', KEYS[2], member)
+  local holder = string.match(member, '^(.+):%d+$')
+  local left = false
+  for i = 1, tonumber(redis.call('hget', KEYS[1], holder) or '0') do
+    if redis.call('zscore', KEYS[2], holder .. ':' .. i) then
+      left = true
+      break
+    end
+  end
+  if not left and redis.call('hdel', KEYS[1], holder) == 1 and string.sub(holder, -6) == ':write' then downgraded = true end
+end
+local field = ARGV[1]
 local n = tonumber(redis.call('hget', KEYS[1], field))
-if not n then return nil end
-${NOW}local live = false
-for i = 1, n do
-  local deadline = tonumber(redis.call('zscore', KEYS[2], field .. ':' .. i))
-  if deadline and deadline > now then
+local live = false
+for i = 1, n or 0 do
+  if redis.call('zscore', KEYS[2], field .. ':' .. i) then
     live = true
     break
   end
@@ -72,16 +86,17 @@ local result = 0
 if live and n > 1 then
   redis.call('zrem', KEYS[2], field .. ':' .. n)
   redis.call('hincrby', KEYS[1], field, -1)
-else
+elseif n then
   for i = 1, n do redis.call('zrem', KEYS[2], field .. ':' .. i) end
   redis.call('hdel', KEYS[1], field)
   result = 1
+  if ARGV[2] == 'write' then downgraded = true end
 end
 local mode = redis.call('hget', KEYS[1], 'mode')
-local downgraded = mode == 'write' and ARGV[2] == 'write' and result == 1
+downgraded = downgraded and mode == 'write'
 if downgraded then redis.call('hset', KEYS[1], 'mode', 'read') end
 local top = redis.call('zrange', KEYS[2], -1, -1, 'withscores')
-if top[2] and tonumber(top[2]) > now then
+if top[2] then
   local ttl = tonumber(top[2]) - now
   redis.call('pexpire', KEYS[1], ttl)
   redis.call('pexpire', KEYS[2], ttl)

@@ -231,7 +231,7 @@ describe('RReadWriteLock leases and the watchdog', () => {
     await noKeysLeft(name);
   });
 
-  it('a hold lost behind the client\'s back is reported by the renewal, which does not revive it', async () => {
+  it('a hold lost behind the client\'s back is reported by the renewal, which does not revive it, and then forgotten', async () => {
     const client = lockClient(redis, { lockWatchdogTimeout: 600 });
     const other = lockClient(redis);
     const name = uniqueName();
@@ -246,7 +246,13 @@ describe('RReadWriteLock leases and the watchdog', () => {
     expect(lost.reason).toBe('expired');
     expect(handle.signal.aborted).toBe(true);
     expect(await redis.zScore(leases, own!)).toBe(0);
+    // The next unlock by anyone forgets holds whose lease ended, and owners left without a hold.
+    await keepAlive.lock();
+    await keepAlive.unlock();
+    expect(await redis.zScore(leases, own!)).toBeNull();
+    expect(Number(await redis.hExists(handle.name, handle.owner))).toBe(0);
     await expect(handle.release()).rejects.toBeInstanceOf(IllegalMonitorStateError);
+    expect(await keepAlive.isHeldByCurrentContext()).toBe(true);
     await keepAlive.unlock();
     await noKeysLeft(name);
   });
