@@ -5,10 +5,12 @@ import { startRedis, type RedisServer } from '../support/redis.js';
 
 let server: RedisServer;
 let redis: Redis;
+let timersAtStart = 0;
 
 beforeAll(async () => {
   server = await startRedis();
   redis = await connect(server.url);
+  timersAtStart = activeTimers();
 });
 afterEach(closeAll);
 afterAll(async () => {
@@ -28,7 +30,7 @@ const serverNow = async (): Promise<number> => {
 describe('RFairLock basics', () => {
   it('is reentrant, keeps RLock\'s hash layout and leaves no queue behind', async () => {
     const client = lockClient(redis);
-    const lock = client.getFairLock(uniqueName());
+    const lock = client.getFairLock(uniqueName('fair'));
     expect(await lock.tryLock(1, 5, 'seconds')).toBe(true);
     expect(await lock.tryLock(0, 5, 'seconds')).toBe(true);
     expect(await lock.getHoldCount()).toBe(2);
@@ -43,7 +45,7 @@ describe('RFairLock basics', () => {
 
   it('tryLock() makes one attempt and never queues; a free lock is not taken past a waiter until that waiter\'s deadline', async () => {
     const client = lockClient(redis);
-    const lock = client.getFairLock(uniqueName());
+    const lock = client.getFairLock(uniqueName('fair'));
     // A waiter that died right after queueing: its deadline is 400 ms away.
     await redis.rPush(lock.queueKey, 'gone:1');
     await redis.zAdd(lock.timeoutKey, { score: (await serverNow()) + 400, value: 'gone:1' });
@@ -62,10 +64,11 @@ describe('RFairLock basics', () => {
 
   it('unlock by a non-owner throws IllegalMonitorStateError and leaves the lock and the queue alone', async () => {
     const client = lockClient(redis);
-    const name = uniqueName();
+    const name = uniqueName('fair');
     const holder = client.getFairLock(name);
     await holder.lock();
-    const waiting = client.getFairLock(name).tryLock(10, 'seconds');
+    const waiter = client.getFairLock(name);
+    const waiting = waiter.tryLock(10, 'seconds');
     await queued(holder, 1);
     const error = await client.getFairLock(name).unlock().catch((e: unknown) => e);
     expect(error).toBeInstanceOf(IllegalMonitorStateError);
@@ -74,11 +77,12 @@ describe('RFairLock basics', () => {
     expect(await queue(holder)).toHaveLength(1);
     await holder.unlock();
     expect(await waiting).toBe(true);
+    await waiter.unlock();
   });
 
   it('forceUnlock wakes the head of the queue', async () => {
     const client = lockClient(redis);
-    const name = uniqueName();
+    const name = uniqueName('fair');
     await client.getFairLock(name).lock();
     const head = client.getFairLock(name);
     const waiting = head.tryLock(10, 'seconds');
@@ -96,7 +100,7 @@ describe('RFairLock basics', () => {
     expect(() => client.getFairLock('')).toThrow(InvalidArgumentError);
     expect(() => lockClient(redis, { fairLockWaitTimeout: 0 })).toThrow(/fairLockWaitTimeout/);
     expect(() => lockClient(redis, { fairLockWaitTimeout: Number.NaN })).toThrow(InvalidArgumentError);
-    const lock = client.getFairLock(uniqueName());
+    const lock = client.getFairLock(uniqueName('fair'));
     await expect(lock.tryLock(-5, 1, 's')).rejects.toThrow(/waitTime/);
     await expect(lock.tryLock(1, 0, 's')).rejects.toThrow(/leaseTime/);
     expect(await lock.isLocked()).toBe(false);
@@ -106,7 +110,7 @@ describe('RFairLock basics', () => {
 describe('RFairLock order and hand-off', () => {
   it('grants the lock in arrival order, and each release wakes only the head (one message to its own channel)', async () => {
     const clients = [lockClient(redis), lockClient(redis), lockClient(redis)];
-    const name = uniqueName();
+    const name = uniqueName('fair');
     const holder = clients[0]!.getFairLock(name);
     await holder.lock();
     const order: number[] = [];
@@ -150,7 +154,7 @@ describe('RFairLock order and hand-off', () => {
 describe('RFairLock cost', () => {
   it('40 waiters cost Redis work per release, not per unit of time (known failure 16)', async () => {
     const clients = Array.from({ length: 4 }, () => lockClient(redis));
-    const name = uniqueName();
+    const name = uniqueName('fair');
     const holder = clients[0]!.getFairLock(name);
     await holder.lock();
     const waiters = Array.from({ length: 40 }, (_, i) => {
@@ -177,7 +181,7 @@ describe('RFairLock waiters that come and go (known failure 26)', () => {
   it('deadlines stay within fairLockWaitTimeout of server time while waiters give up around long waiters, who keep their order', async () => {
     const timeout = 1500;
     const clients = [lockClient(redis, { fairLockWaitTimeout: timeout }), lockClient(redis, { fairLockWaitTimeout: timeout })];
-    const name = uniqueName();
+    const name = uniqueName('fair');
     const holder = clients[0]!.getFairLock(name);
     await holder.lock();
     const order: number[] = [];
@@ -218,7 +222,7 @@ describe('RFairLock waiters that come and go (known failure 26)', () => {
 
   it('a waiter that aborts leaves the queue at once, and the next one takes over as head (it then watches the holder\'s lease)', async () => {
     const client = lockClient(redis);
-    const name = uniqueName();
+    const name = uniqueName('fair');
     const holder = client.getFairLock(name);
     expect(await holder.tryLock(0, 800, 'ms')).toBe(true);
     const timers = activeTimers();
@@ -247,7 +251,7 @@ describe('RFairLock waiters that come and go (known failure 26)', () => {
 
   it('a tryLock whose wait runs out has left the queue when it returns false', async () => {
     const client = lockClient(redis);
-    const name = uniqueName();
+    const name = uniqueName('fair');
     const holder = client.getFairLock(name);
     await holder.lock();
     expect(await client.getFairLock(name).tryLock(150, 'ms')).toBe(false);
@@ -260,7 +264,7 @@ describe('RFairLock liveness', () => {
   it('waiters that waited 3× longer than fairLockWaitTimeout are not evicted and get the lock in order', async () => {
     const timeout = 800;
     const clients = [lockClient(redis, { fairLockWaitTimeout: timeout }), lockClient(redis, { fairLockWaitTimeout: timeout })];
-    const name = uniqueName();
+    const name = uniqueName('fair');
     const holder = clients[0]!.getFairLock(name);
     await holder.lock();
     const order: number[] = [];
@@ -287,7 +291,7 @@ describe('RFairLock liveness', () => {
 
   it('500 acquisitions with leases (no watchdog) from 5 clients all complete, one in 50 left to expire', async () => {
     const clients = Array.from({ length: 5 }, () => lockClient(redis));
-    const name = uniqueName();
+    const name = uniqueName('fair');
     const timers = activeTimers();
     let inside = 0;
     let overlap = 0;
@@ -316,4 +320,16 @@ describe('RFairLock liveness', () => {
     await waitUntil(() => activeTimers() <= timers, 2000, 10, 'timers to be cleared');
     process.stdout.write(`500 fair acquisitions: ${Math.round(elapsed)} ms\n`);
   }, 30_000);
+});
+
+describe('after every test above', () => {
+  it('no key, channel subscription or timer is left behind', async () => {
+    const left = async (): Promise<string[]> => keys(redis, '*fair:*');
+    await waitUntil(async () => (await left()).length === 0, 5000, 20, 'every key to be gone').catch(async (e: unknown) => {
+      throw new Error(`${String(e)}: ${(await left()).join(', ')}`);
+    });
+    const channels = (await redis.sendCommand(['PUBSUB', 'CHANNELS', '*fair:*'])) as string[];
+    expect(channels).toEqual([]);
+    await waitUntil(() => activeTimers() <= timersAtStart, 2000, 10, 'timers to be cleared');
+  });
 });

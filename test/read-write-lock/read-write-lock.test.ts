@@ -5,10 +5,12 @@ import { startRedis, type RedisServer } from '../support/redis.js';
 
 let server: RedisServer;
 let redis: Redis;
+let timersAtStart = 0;
 
 beforeAll(async () => {
   server = await startRedis();
   redis = await connect(server.url);
+  timersAtStart = activeTimers();
 });
 afterEach(closeAll);
 afterAll(async () => {
@@ -22,7 +24,7 @@ describe('RReadWriteLock basics', () => {
   it('readers share, a writer excludes readers and writers, both are reentrant', async () => {
     const a = lockClient(redis);
     const b = lockClient(redis);
-    const name = uniqueName();
+    const name = uniqueName('rw');
     const readA = a.getReadWriteLock(name).readLock();
     const readB = b.getReadWriteLock(name).readLock();
     const writeB = b.getReadWriteLock(name).writeLock();
@@ -60,7 +62,7 @@ describe('RReadWriteLock basics', () => {
 
   it('unlock by a non-owner throws IllegalMonitorStateError and leaves the holds alone', async () => {
     const client = lockClient(redis);
-    const name = uniqueName();
+    const name = uniqueName('rw');
     const rw = client.getReadWriteLock(name);
     await rw.readLock().lock();
     const other = client.getReadWriteLock(name);
@@ -79,7 +81,7 @@ describe('RReadWriteLock basics', () => {
 
   it('forceUnlock deletes the lock only in its own mode and wakes every waiter', async () => {
     const client = lockClient(redis);
-    const name = uniqueName();
+    const name = uniqueName('rw');
     const rw = client.getReadWriteLock(name);
     await rw.writeLock().lock();
     expect(await rw.readLock().forceUnlock()).toBe(false);
@@ -97,7 +99,7 @@ describe('RReadWriteLock basics', () => {
 
   it('read → write upgrade throws LockUpgradeError before sending anything; write → read downgrade is allowed', async () => {
     const client = lockClient(redis);
-    const rw = client.getReadWriteLock(uniqueName());
+    const rw = client.getReadWriteLock(uniqueName('rw'));
     await rw.readLock().lock();
     const before = await commandCalls(redis, 'evalsha');
     const error = await rw.writeLock().tryLock(1, 'seconds').catch((e: unknown) => e);
@@ -115,7 +117,7 @@ describe('RReadWriteLock basics', () => {
     const client = lockClient(redis);
     expect(() => client.getReadWriteLock('')).toThrow(InvalidArgumentError);
     expect(() => client.getReadWriteLock('a{}b')).toThrow(/hash tag/);
-    const rw = client.getReadWriteLock(uniqueName());
+    const rw = client.getReadWriteLock(uniqueName('rw'));
     await expect(rw.readLock().tryLock(1, 0, 's')).rejects.toThrow(/leaseTime/);
     await expect(rw.writeLock().tryLock(-3, 'fortnights' as 's')).rejects.toThrow(InvalidArgumentError);
     expect(rw.getName()).toBe(rw.readLock().getName());
@@ -123,7 +125,7 @@ describe('RReadWriteLock basics', () => {
 
   it('the owner follows contexts: a task that holds the write lock takes the read lock in a nested context (downgrade)', async () => {
     const client = lockClient(redis);
-    const name = uniqueName();
+    const name = uniqueName('rw');
     await runInContext(async () => {
       const rw = client.getReadWriteLock(name);
       await rw.writeLock().lock();
@@ -148,7 +150,7 @@ describe('RReadWriteLock leases and the watchdog', () => {
   it('write → read → unlock(write) leaves the read held and renewed for three watchdog periods', async () => {
     const client = lockClient(redis, { lockWatchdogTimeout: 600 });
     const other = lockClient(redis);
-    const name = uniqueName();
+    const name = uniqueName('rw');
     const rw = client.getReadWriteLock(name);
     let lost = false;
     client.on('lockLost', () => (lost = true));
@@ -175,7 +177,7 @@ describe('RReadWriteLock leases and the watchdog', () => {
   it('an inner shorter lease does not shorten an outer hold (read and write)', async () => {
     const client = lockClient(redis);
     for (const side of ['read', 'write'] as const) {
-      const rw = client.getReadWriteLock(uniqueName());
+      const rw = client.getReadWriteLock(uniqueName('rw'));
       const lock = side === 'read' ? rw.readLock() : rw.writeLock();
       expect(await lock.tryLock(0, 3000, 'ms')).toBe(true);
       expect(await lock.tryLock(0, 100, 'ms')).toBe(true);
@@ -195,7 +197,7 @@ describe('RReadWriteLock leases and the watchdog', () => {
   it('each read hold has its own lease: a lapsed reader does not keep a writer out once the others leave', async () => {
     const a = lockClient(redis);
     const b = lockClient(redis);
-    const name = uniqueName();
+    const name = uniqueName('rw');
     const shortRead = a.getReadWriteLock(name).readLock();
     expect(await shortRead.tryLock(0, 300, 'ms')).toBe(true);
     const longRead = b.getReadWriteLock(name).readLock();
@@ -216,7 +218,7 @@ describe('RReadWriteLock leases and the watchdog', () => {
 
   it('several readers holding the read lock for three watchdog periods all stay valid and unlock cleanly (known failure 24)', async () => {
     const clients = [lockClient(redis, { lockWatchdogTimeout: 600 }), lockClient(redis, { lockWatchdogTimeout: 600 })];
-    const name = uniqueName();
+    const name = uniqueName('rw');
     const lost: LockLostEvent[] = [];
     for (const c of clients) c.on('lockLost', (e) => lost.push(e));
     const handles = await Promise.all(Array.from({ length: 6 }, (_, i) => runInContext(() => clients[i % 2]!.getReadWriteLock(name).readLock().acquire())));
@@ -234,7 +236,7 @@ describe('RReadWriteLock leases and the watchdog', () => {
   it('a hold lost behind the client\'s back is reported by the renewal, which does not revive it, and then forgotten', async () => {
     const client = lockClient(redis, { lockWatchdogTimeout: 600 });
     const other = lockClient(redis);
-    const name = uniqueName();
+    const name = uniqueName('rw');
     const handle = await client.getReadWriteLock(name).readLock().acquire();
     const keepAlive = other.getReadWriteLock(name).readLock();
     await keepAlive.lock();
@@ -261,7 +263,7 @@ describe('RReadWriteLock leases and the watchdog', () => {
 describe('RReadWriteLock waking', () => {
   it('readers waiting on a writer all acquire together within milliseconds of its release', async () => {
     const clients = [lockClient(redis), lockClient(redis), lockClient(redis)];
-    const name = uniqueName();
+    const name = uniqueName('rw');
     const writer = clients[0]!.getReadWriteLock(name).writeLock();
     const spreads: number[] = [];
     const latencies: number[] = [];
@@ -295,7 +297,7 @@ describe('RReadWriteLock waking', () => {
   it('a downgrade lets waiting readers in at once; the last reader\'s release lets a writer in', async () => {
     const a = lockClient(redis);
     const b = lockClient(redis);
-    const name = uniqueName();
+    const name = uniqueName('rw');
     const rw = a.getReadWriteLock(name);
     await rw.writeLock().lock();
     const reader = b.getReadWriteLock(name).readLock();
@@ -318,7 +320,7 @@ describe('RReadWriteLock waking', () => {
 
   it('aborted and timed-out waits leave no subscription, timer or renewal behind', async () => {
     const client = lockClient(redis);
-    const name = uniqueName();
+    const name = uniqueName('rw');
     const writer = client.getReadWriteLock(name).writeLock();
     await writer.lock();
     const timers = activeTimers();
@@ -334,5 +336,17 @@ describe('RReadWriteLock waking', () => {
     await writer.unlock();
     expect(client.stats().watchdogHolds).toBe(0);
     await noKeysLeft(name);
+  });
+});
+
+describe('after every test above', () => {
+  it('no key, channel subscription or timer is left behind', async () => {
+    const left = async (): Promise<string[]> => keys(redis, '*rw:*');
+    await waitUntil(async () => (await left()).length === 0, 5000, 20, 'every key to be gone').catch(async (e: unknown) => {
+      throw new Error(`${String(e)}: ${(await left()).join(', ')}`);
+    });
+    const channels = (await redis.sendCommand(['PUBSUB', 'CHANNELS', '*rw:*'])) as string[];
+    expect(channels).toEqual([]);
+    await waitUntil(() => activeTimers() <= timersAtStart, 2000, 10, 'timers to be cleared');
   });
 });
