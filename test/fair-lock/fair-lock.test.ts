@@ -1,21 +1,12 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
+import { beforeAll, describe, expect, it } from '@jest/globals';
 import { IllegalMonitorStateError, InvalidArgumentError, type RFairLock } from '../../src/index.js';
-import { activeTimers, closeAll, commandCalls, connect, keys, lockClient, numsub, sleep, uniqueName, waitUntil, type Redis } from '../support/helpers.js';
-import { startRedis, type RedisServer } from '../support/redis.js';
+import { activeTimers, commandCalls, keys, lockClient, numsub, sleep, uniqueName, waitUntil, type Redis } from '../support/helpers.js';
+import { leavesNothingBehind, useFamilyHarness } from '../support/family.js';
 
-let server: RedisServer;
+const harness = useFamilyHarness();
 let redis: Redis;
-let timersAtStart = 0;
-
-beforeAll(async () => {
-  server = await startRedis();
-  redis = await connect(server.url);
-  timersAtStart = activeTimers();
-});
-afterEach(closeAll);
-afterAll(async () => {
-  await redis.close();
-  await server.stop();
+beforeAll(() => {
+  redis = harness.redis;
 });
 
 const queue = (lock: RFairLock): Promise<string[]> => redis.lRange(lock.queueKey, 0, -1);
@@ -322,14 +313,4 @@ describe('RFairLock liveness', () => {
   }, 30_000);
 });
 
-describe('after every test above', () => {
-  it('no key, channel subscription or timer is left behind', async () => {
-    const left = async (): Promise<string[]> => keys(redis, '*fair:*');
-    await waitUntil(async () => (await left()).length === 0, 5000, 20, 'every key to be gone').catch(async (e: unknown) => {
-      throw new Error(`${String(e)}: ${(await left()).join(', ')}`);
-    });
-    const channels = (await redis.sendCommand(['PUBSUB', 'CHANNELS', '*fair:*'])) as string[];
-    expect(channels).toEqual([]);
-    await waitUntil(() => activeTimers() <= timersAtStart, 2000, 10, 'timers to be cleared');
-  });
-});
+leavesNothingBehind(harness, 'fair');

@@ -1,32 +1,14 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
+import { beforeAll, describe, expect, it } from '@jest/globals';
 import type { RFairLock } from '../../src/index.js';
-import { closeAll, connect, keys, lockClient, uniqueName, waitUntil, Worker, type Redis } from '../support/helpers.js';
-import { startRedis, type RedisServer } from '../support/redis.js';
+import { keys, lockClient, uniqueName, waitUntil, type Redis } from '../support/helpers.js';
+import { leavesNothingBehind, useFamilyHarness } from '../support/family.js';
 
-let server: RedisServer;
+const harness = useFamilyHarness();
+const worker = harness.worker;
 let redis: Redis;
-const workers: Worker[] = [];
-
-beforeAll(async () => {
-  server = await startRedis();
-  redis = await connect(server.url);
+beforeAll(() => {
+  redis = harness.redis;
 });
-afterEach(async () => {
-  await Promise.all(workers.splice(0).map((w) => w.stop()));
-  await closeAll();
-});
-afterAll(async () => {
-  await redis.close();
-  await server.stop();
-});
-
-async function worker(options: Record<string, unknown> = {}): Promise<Worker> {
-  const w = new Worker('family-worker', { url: server.url, ...options });
-  workers.push(w);
-  // Generous: starting a tsx process takes seconds on a loaded 2-core machine.
-  await w.next('ready', 60_000);
-  return w;
-}
 
 const queued = async (lock: RFairLock, n: number): Promise<void> => {
   await waitUntil(async () => (await redis.lLen(lock.queueKey)) === n, 10_000, 2, `${n} queued waiters`);
@@ -35,7 +17,7 @@ const queued = async (lock: RFairLock, n: number): Promise<void> => {
 describe('RFairLock across processes', () => {
   it('10 waiters in 3 processes get the lock in the order they queued', async () => {
     const procs = await Promise.all([worker(), worker(), worker()]);
-    const name = uniqueName();
+    const name = uniqueName('fairproc');
     const holder = lockClient(redis).getFairLock(name);
     await holder.lock();
     for (let i = 0; i < 10; i++) {
@@ -55,7 +37,7 @@ describe('RFairLock across processes', () => {
     const timeout = 1000;
     const victim = await worker({ fairLockWaitTimeout: timeout });
     const client = lockClient(redis, { fairLockWaitTimeout: timeout });
-    const name = uniqueName();
+    const name = uniqueName('fairproc');
     const holder = client.getFairLock(name);
     await holder.lock();
     victim.send({ cmd: 'acquire', id: 'victim', kind: 'fair', name });
@@ -81,7 +63,7 @@ describe('RFairLock across processes', () => {
   it('a holder killed without unlocking lets the head of the queue in at about its lease expiry; the next waits its turn', async () => {
     const lease = 1000;
     const dying = await worker({ lockWatchdogTimeout: lease });
-    const name = uniqueName();
+    const name = uniqueName('fairproc');
     dying.send({ cmd: 'acquire', id: 'holder', kind: 'fair', name });
     expect((await dying.next('acquired:holder')).ok).toBe(true);
     const first = lockClient(redis).getFairLock(name);
@@ -108,3 +90,5 @@ describe('RFairLock across processes', () => {
     process.stdout.write(`fair: holder killed with ${Math.round(ttlAtKill)} ms left, head in after ${Math.round(recovery)} ms; hand-off after unlock ${Math.round(secondAt - releasedAt)} ms\n`);
   }, 120_000);
 });
+
+leavesNothingBehind(harness, 'fairproc');

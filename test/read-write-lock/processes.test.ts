@@ -1,36 +1,18 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
-import { closeAll, connect, keys, lockClient, sleep, uniqueName, waitUntil, Worker, type Redis } from '../support/helpers.js';
-import { startRedis, type RedisServer } from '../support/redis.js';
+import { beforeAll, describe, expect, it } from '@jest/globals';
+import { keys, lockClient, sleep, uniqueName, waitUntil, type Redis } from '../support/helpers.js';
+import { leavesNothingBehind, useFamilyHarness } from '../support/family.js';
 
-let server: RedisServer;
+const harness = useFamilyHarness();
+const worker = harness.worker;
 let redis: Redis;
-const workers: Worker[] = [];
-
-beforeAll(async () => {
-  server = await startRedis();
-  redis = await connect(server.url);
+beforeAll(() => {
+  redis = harness.redis;
 });
-afterEach(async () => {
-  await Promise.all(workers.splice(0).map((w) => w.stop()));
-  await closeAll();
-});
-afterAll(async () => {
-  await redis.close();
-  await server.stop();
-});
-
-async function worker(options: Record<string, unknown> = {}): Promise<Worker> {
-  const w = new Worker('family-worker', { url: server.url, ...options });
-  workers.push(w);
-  // Generous: starting a tsx process takes seconds on a loaded 2-core machine.
-  await w.next('ready', 60_000);
-  return w;
-}
 
 describe('RReadWriteLock across processes', () => {
   it('10 workers (5 tasks in each of 2 processes) × 1000 read lock/unlock cycles: no error, nothing left', async () => {
     const procs = await Promise.all([worker(), worker()]);
-    const name = uniqueName();
+    const name = uniqueName('rwproc');
     for (const w of procs) w.send({ cmd: 'cycles', name, loops: 5, rounds: 1000 });
     const results = await Promise.all(procs.map((w) => w.next('cycled', 90_000)));
     expect(results.map((r) => r.errors)).toEqual([0, 0]);
@@ -41,7 +23,7 @@ describe('RReadWriteLock across processes', () => {
   it.each([0, 2])('two clients hold reads, one is killed, the other holds on for %i leases: the writer gets in within one lease after it releases', async (leases) => {
     const lease = 1000;
     const doomed = await worker({ lockWatchdogTimeout: lease });
-    const name = uniqueName();
+    const name = uniqueName('rwproc');
     doomed.send({ cmd: 'acquire', id: 'r', kind: 'read', name });
     expect((await doomed.next('acquired:r')).ok).toBe(true);
     const survivor = lockClient(redis, { lockWatchdogTimeout: lease }).getReadWriteLock(name).readLock();
@@ -66,7 +48,7 @@ describe('RReadWriteLock across processes', () => {
   it('a reader frozen past its lease (SIGSTOP) while another reader holds: it is told on resume, does not revive its hold, and the writer gets in', async () => {
     const lease = 600;
     const frozen = await worker({ lockWatchdogTimeout: lease });
-    const name = uniqueName();
+    const name = uniqueName('rwproc');
     frozen.send({ cmd: 'acquire', id: 'r', kind: 'read', name });
     expect((await frozen.next('acquired:r')).ok).toBe(true);
     const other = lockClient(redis, { lockWatchdogTimeout: lease }).getReadWriteLock(name).readLock();
@@ -88,3 +70,5 @@ describe('RReadWriteLock across processes', () => {
     await writer.unlock();
   }, 120_000);
 });
+
+leavesNothingBehind(harness, 'rwproc');
