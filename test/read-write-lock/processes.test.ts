@@ -1,5 +1,5 @@
 import { beforeAll, describe, expect, it } from '@jest/globals';
-import { keys, lockClient, sleep, uniqueName, waitUntil, type Redis } from '../support/helpers.js';
+import { keys, lockClient, numsub, sleep, uniqueName, waitUntil, type Redis } from '../support/helpers.js';
 import { leavesNothingBehind, useFamilyHarness } from '../support/family.js';
 
 const harness = useFamilyHarness();
@@ -18,6 +18,27 @@ describe('RReadWriteLock across processes', () => {
     expect(results.map((r) => r.errors)).toEqual([0, 0]);
     await waitUntil(async () => (await keys(redis, `*${name}*`)).length === 0, 2000, 10, 'no keys left');
     process.stdout.write(`rw: 10 × 1000 read cycles in ${results.map((r) => Math.round(Number(r.ms))).join(' / ')} ms per process\n`);
+  }, 120_000);
+
+  it('15 readers in 3 processes waiting on a writer all get in within milliseconds of its release', async () => {
+    const procs = await Promise.all([worker(), worker(), worker()]);
+    const name = uniqueName('rwproc');
+    const writer = lockClient(redis).getReadWriteLock(name).writeLock();
+    await writer.lock();
+    for (let i = 0; i < 15; i++) procs[i % 3]!.send({ cmd: 'acquire', id: `r${i}`, kind: 'read', name, holdMs: 50 });
+    await waitUntil(async () => (await numsub(redis, writer.channel)) === 3, 10_000, 5, 'one subscription per process');
+    await sleep(100);
+    const unlockedAt = Number(process.hrtime.bigint()) / 1e6;
+    await writer.unlock();
+    const grants = await Promise.all(Array.from({ length: 15 }, (_, i) => procs[i % 3]!.next(`acquired:r${i}`)));
+    expect(grants.every((g) => g.ok === true)).toBe(true);
+    const times = grants.map((g) => Number(g.at));
+    const spread = Math.max(...times) - Math.min(...times);
+    const last = Math.max(...times) - unlockedAt;
+    // Without the wake-all message the readers would wait for their fallback timer (the writer's TTL, 30 s).
+    expect(last).toBeLessThan(300);
+    await Promise.all(Array.from({ length: 15 }, (_, i) => procs[i % 3]!.next(`released:r${i}`)));
+    process.stdout.write(`rw: 15 readers in 3 processes in after a write unlock: spread ${spread.toFixed(1)} ms, last ${last.toFixed(1)} ms after the unlock\n`);
   }, 120_000);
 
   it.each([0, 2])('two clients hold reads, one is killed, the other holds on for %i leases: the writer gets in within one lease after it releases', async (leases) => {
