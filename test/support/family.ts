@@ -23,7 +23,7 @@ export function useFamilyHarness(): FamilyHarness {
     redis = await connect(server.url);
   });
   afterEach(async () => {
-    await Promise.all(workers.splice(0).map((w) => w.stop()));
+    await Promise.all(workers.splice(0).map(stopWorker));
     await closeAll();
   });
   afterAll(async () => {
@@ -64,4 +64,18 @@ export function leavesNothingBehind(harness: FamilyHarness, prefix: string): voi
       await waitUntil(() => activeTimers() <= timersAtStart, 2000, 10, 'timers to be cleared');
     });
   });
+}
+
+/**
+ * Asks a worker still running to shut its lock client down (which deletes its pending unlock latches)
+ * and exit; kills it when it has not exited within 5 s.
+ */
+async function stopWorker(worker: Worker): Promise<void> {
+  if (worker.process.exitCode === null && worker.process.signalCode === null) {
+    worker.send({ cmd: 'exit' });
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([worker.exited, new Promise((resolve) => (timer = setTimeout(resolve, 5000)))]);
+    clearTimeout(timer);
+  }
+  await worker.stop();
 }

@@ -9,6 +9,7 @@
  *   { cmd: 'release', id }                         → { type: 'released:<id>', ok, error?, at }
  *   { cmd: 'cycles', name, loops, rounds }         → `loops` concurrent tasks, each `rounds` times read
  *       lock + unlock on its own lock object → { type: 'cycled', errors, ms }
+ *   { cmd: 'exit' }                                → shuts the lock client down (deleting pending unlock latches) and exits
  * Every lock lost is reported as { type: 'lost', name, reason }.
  */
 import { createInterface } from 'node:readline';
