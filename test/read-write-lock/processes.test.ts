@@ -35,8 +35,9 @@ describe('RReadWriteLock across processes', () => {
     const times = grants.map((g) => Number(g.at));
     const spread = Math.max(...times) - Math.min(...times);
     const last = Math.max(...times) - unlockedAt;
-    // Without the wake-all message the readers would wait for their fallback timer (the writer's TTL, 30 s).
-    expect(last).toBeLessThan(300);
+    // Without the wake-all message the readers would wait for their fallback timer (the writer's TTL, 30 s);
+    // on a quiet machine the last one is in within a few tens of ms, the bound allows for a loaded one.
+    expect(last).toBeLessThan(1000);
     await Promise.all(Array.from({ length: 15 }, (_, i) => procs[i % 3]!.next(`released:r${i}`)));
     process.stdout.write(`rw: 15 readers in 3 processes in after a write unlock: spread ${spread.toFixed(1)} ms, last ${last.toFixed(1)} ms after the unlock\n`);
   }, 120_000);
