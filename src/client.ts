@@ -12,6 +12,8 @@ import { SpinLock, type SpinLockOptions } from './spin-lock/spin-lock.js';
 import { RCountDownLatch } from './count-down-latch/latch.js';
 import { RPermitExpirableSemaphore } from './permit-expirable-semaphore/semaphore.js';
 import { RSemaphore } from './semaphore/semaphore.js';
+import { RFairLock } from './fair-lock/fair-lock.js';
+import { RReadWriteLock } from './read-write-lock/read-write-lock.js';
 import { Channels } from './pubsub/channels.js';
 import { openConnection, type Connection } from './redis/connection.js';
 import { DEFAULT_RETRY, Executor, type RetryPolicy } from './redis/executor.js';
@@ -71,6 +73,14 @@ export interface LockClientOptions {
    * when the primary has replicas; nothing without replicas. `true` = `{ timeout: 1000 }`. Default off.
    */
   syncReplicas?: boolean | { timeout?: number };
+
+  /**
+   * How long a fair-lock waiter that stopped trying (its process died) keeps its place in the queue, in ms.
+   * A live waiter refreshes its deadline, Redis server time + this, with every attempt and tries at least
+   * every third of it, so it is never dropped however long it waits; a dead one holds the queue up for at
+   * most this long. Default 300000 (Redisson's `fairLockWaitTimeout`); a few seconds suit most services.
+   */
+  fairLockWaitTimeout?: number;
 }
 
 /** Events of a `LockClient`. */
@@ -119,6 +129,7 @@ export class LockClient extends EventEmitter<LockClientEvents> {
       latches: new UnlockLatches(this.id, executor, keyPrefix, latchTtl, clustered, log),
       replicaSync: o.syncReplicasTimeout === undefined ? undefined : new ReplicaSync(executor, o.syncReplicasTimeout, clustered, log),
       subscriptionTimeout: o.subscriptionTimeout,
+      fairLockWaitTimeout: o.fairLockWaitTimeout,
       log,
       debug: log.isLevelEnabled('debug'),
       checkOpen: () => {
@@ -208,6 +219,26 @@ export class LockClient extends EventEmitter<LockClientEvents> {
   }
 
   /**
+   * A reentrant lock granted first come, first served across processes (Redisson's `getFairLock`): the
+   * waiter that has waited longest gets it next. Same API as `RLock`; see `RFairLock` for its queue,
+   * per-waiter channels and crash behaviour, and the `fairLockWaitTimeout` option. Each call returns a
+   * new object. Throws `InvalidArgumentError` for an empty name or braces that do not form a hash tag.
+   */
+  getFairLock(name: string): RFairLock {
+    return new RFairLock(this.core, name);
+  }
+
+  /**
+   * A read-write lock (Redisson's `getReadWriteLock`): `readLock()` is shared by readers, `writeLock()`
+   * excludes everyone else; both have `RLock`'s API. See `RReadWriteLock` for keys, downgrading and
+   * leases. Each call returns a new object, whose read and write locks share one owner outside contexts.
+   * Throws `InvalidArgumentError` for an empty name or braces that do not form a hash tag.
+   */
+  getReadWriteLock(name: string): RReadWriteLock {
+    return new RReadWriteLock(this.core, name);
+  }
+
+  /**
    * Runs `fn` holding the lock `name`, in a new context, and releases the lock when `fn` settles. Nested
    * `withLock` calls on the same name (in `fn` and everything it awaits) reenter; sibling tasks inside
    * `fn` that each call `withLock` on another name get separate ownership. `fn` receives an `AbortSignal`
@@ -273,6 +304,7 @@ interface ResolvedOptions {
   subscriptionTimeout: number;
   responseTimeout: number;
   watchdogBatchSize: number;
+  fairLockWaitTimeout: number;
   retry: RetryPolicy;
   syncReplicasTimeout: number | undefined;
 }
@@ -294,6 +326,7 @@ function resolveOptions(options: LockClientOptions): ResolvedOptions {
     subscriptionTimeout: positive('subscriptionTimeout', options.subscriptionTimeout, 7_500),
     responseTimeout: positive('responseTimeout', options.responseTimeout, 3_000),
     watchdogBatchSize: Math.floor(positive('watchdogBatchSize', options.watchdogBatchSize, 100)),
+    fairLockWaitTimeout: positive('fairLockWaitTimeout', options.fairLockWaitTimeout, 300_000),
     retry,
     syncReplicasTimeout: syncTimeout(options.syncReplicas),
   };

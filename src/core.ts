@@ -24,6 +24,8 @@ export interface Core {
   readonly replicaSync: ReplicaSync | undefined;
   /** Milliseconds to wait for a subscription before falling back to polling. */
   readonly subscriptionTimeout: number;
+  /** Milliseconds after its latest attempt at which a fair-lock waiter counts as dead (`fairLockWaitTimeout`). */
+  readonly fairLockWaitTimeout: number;
   readonly log: Logger;
   /** Whether debug lines are logged (checked before building them on hot paths). */
   readonly debug: boolean;

@@ -121,3 +121,15 @@ export class PermitNotHeldError extends RelockError {
     super('PERMIT_NOT_HELD', `permit(s) ${shown} of "${semaphoreName}" are not held (never issued, already released, or expired); nothing was changed`);
   }
 }
+
+/**
+ * The write lock of a read-write lock was requested by an owner that holds its read lock but not its write
+ * lock. Such an upgrade would wait for the owner's own read hold forever (Redisson deadlocks there), so it
+ * is refused before anything is sent: release the read lock first, or take the write lock first and the
+ * read lock inside it (a downgrade, which is allowed).
+ */
+export class LockUpgradeError extends RelockError {
+  constructor(readonly lockName: string, readonly owner: string) {
+    super('LOCK_UPGRADE', `cannot take the write lock of "${lockName}" as owner ${owner}: it holds the read lock, and a read → write upgrade would wait for itself forever; release the read lock first`);
+  }
+}

@@ -19,6 +19,7 @@ export {
   NoSyncedReplicasError,
   PermitAcquireTimeoutError,
   PermitNotHeldError,
+  LockUpgradeError,
   RedisCommandError,
   RedisUnavailableError,
   RelockError,
@@ -33,6 +34,8 @@ export { RedLock } from './red-lock/red-lock.js';
 export { SpinLock, type SpinLockOptions } from './spin-lock/spin-lock.js';
 export { PermitHandle } from './permit-expirable-semaphore/handle.js';
 export { RPermitExpirableSemaphore, type PermitAcquireOptions } from './permit-expirable-semaphore/semaphore.js';
+export { RFairLock } from './fair-lock/fair-lock.js';
+export { RReadLock, RReadWriteLock, RWriteLock } from './read-write-lock/read-write-lock.js';
 export type { RetryPolicy } from './redis/executor.js';
 export { RSemaphore, type SemaphoreAcquireOptions } from './semaphore/semaphore.js';
 export type { TimeUnit } from './time.js';

@@ -2,9 +2,10 @@ import { detachedContext, outsideContexts, owningContext, recordHold, type LockC
 import type { Core } from '../core.js';
 import { IllegalMonitorStateError, InvalidArgumentError, LockAcquireTimeoutError, LockLostError } from '../errors.js';
 import { auxName, mainKey } from '../keys.js';
+import type { WakeRule } from '../pubsub/channels.js';
 import { waitFor, type Attempt } from '../pubsub/wait.js';
 import { leaseMillis, monotonic, waitMillis, type TimeUnit } from '../time.js';
-import type { RenewalKind } from '../watchdog/watchdog.js';
+import type { Renewal, RenewalKind } from '../watchdog/watchdog.js';
 import { LockHandle } from './handle.js';
 import { ACQUIRE, FORCE_UNLOCK, RENEW, UNLOCK } from './scripts.js';
 
@@ -84,7 +85,8 @@ export class RLock {
   readonly channel: string;
   /** The owner used outside any context. */
   private readonly own: LockContext = detachedContext();
-  private readonly holdKey: string;
+  /** This lock's entry in a context's holds (`clientId + ' ' + key`; the read and write locks of one read-write lock differ). */
+  protected readonly holdKey: string;
   private readonly latchPrefix: string;
 
   static {
@@ -179,12 +181,13 @@ export class RLock {
   async forceUnlock(): Promise<boolean> {
     this.core.checkOpen();
     this.core.watchdog.forget(this.key);
-    const deleted = await this.core.executor.run(
-      'forceUnlock',
-      () => FORCE_UNLOCK.run(this.core.connection, [this.key], [this.releaseChannel(), this.core.connection.publishCommand]),
-      { idempotent: true },
-    );
+    const deleted = await this.core.executor.run('forceUnlock', () => this.runForceUnlock(), { idempotent: true });
     return Number(deleted) === 1;
+  }
+
+  /** Runs the force-unlock script once: 1 when a lock was deleted, else 0. The fair lock overrides it. */
+  protected runForceUnlock(): Promise<unknown> {
+    return FORCE_UNLOCK.run(this.core.connection, [this.key], [this.releaseChannel(), this.core.connection.publishCommand]);
   }
 
   /** Whether anyone holds the lock (`EXISTS` on its key). */
@@ -194,12 +197,12 @@ export class RLock {
 
   /** Whether the caller's owner (see the class description) holds the lock (`HEXISTS`). */
   async isHeldByCurrentContext(): Promise<boolean> {
-    return Number(await this.read(['HEXISTS', this.key, this.ownerOf(owningContext(this.holdKey, this.own))])) === 1;
+    return Number(await this.read(['HEXISTS', this.key, this.ownerOf(this.context())])) === 1;
   }
 
   /** The caller's hold count (`HGET`), 0 when it does not hold the lock. */
   async getHoldCount(): Promise<number> {
-    return Number((await this.read(['HGET', this.key, this.ownerOf(owningContext(this.holdKey, this.own))])) ?? 0);
+    return Number((await this.read(['HGET', this.key, this.ownerOf(this.context())])) ?? 0);
   }
 
   /** Milliseconds until the lock expires (`PTTL`): -2 when it is not held, -1 when it has no expiry. */
@@ -251,12 +254,20 @@ export class RLock {
     return reply === null ? GRANTED : { granted: false, ttl: Number(reply) };
   }
 
-  /** Waits for the lock with pub/sub; the spin lock overrides it with backoff polling. */
-  protected waitForLock(waitMs: number, signal: AbortSignal | undefined, attempt: (deadline: number | undefined) => Promise<Attempt<Grant>>): Promise<Grant | undefined> {
+  /**
+   * Waits for the lock with pub/sub on its channel; the spin lock overrides it with backoff polling, the
+   * fair lock with a channel of the waiting `owner`'s own.
+   */
+  protected waitForLock(waitMs: number, signal: AbortSignal | undefined, attempt: (deadline: number | undefined) => Promise<Attempt<Grant>>, _owner: string): Promise<Grant | undefined> {
+    return this.waitOn(this.channel, WAKE_ONE, waitMs, signal, attempt);
+  }
+
+  /** The pub/sub wait loop (`waitFor`) on `channel`, where one message wakes `rule(message)` local waiters. */
+  protected waitOn(channel: string, rule: WakeRule, waitMs: number, signal: AbortSignal | undefined, attempt: (deadline: number | undefined) => Promise<Attempt<Grant>>): Promise<Grant | undefined> {
     return waitFor({
       channels: this.core.channels,
-      channel: this.channel,
-      rule: WAKE_ONE,
+      channel,
+      rule,
       waitMs,
       subscriptionTimeoutMs: this.core.subscriptionTimeout,
       maxPollMs: this.core.watchdog.leaseMs,
@@ -271,12 +282,12 @@ export class RLock {
     core.checkOpen();
     const owner = this.ownerOf(ctx);
     const started = monotonic();
-    const renewal = leaseMs === undefined ? core.watchdog.reserve(LOCK_RENEWAL, this.name, this.key, owner, [this.key], [owner]) : undefined;
+    const renewal = leaseMs === undefined ? this.reserveRenewal(owner) : undefined;
     const lease = leaseMs ?? core.watchdog.leaseMs;
     const guard: AcquireGuard = { before: ctx.holds.get(this.holdKey)?.count ?? 0, armed: false };
     let grant: Grant | undefined;
     try {
-      grant = await this.waitForLock(waitMs, signal, (deadline) => this.attempt(owner, lease, guard, deadline, signal));
+      grant = await this.waitForLock(waitMs, signal, (deadline) => this.attempt(owner, lease, guard, deadline, signal), owner);
     } finally {
       if (renewal && !grant) core.watchdog.abandon(renewal);
     }
@@ -285,6 +296,11 @@ export class RLock {
     const hold = recordHold(ctx, this.holdKey, 1, monotonic());
     if (core.debug) core.log.debug({ lock: this.name, owner, holds: hold?.count, waitMs: Math.round(monotonic() - started), leaseMs: leaseMs ?? 'watchdog' }, 'lock acquired');
     return grant;
+  }
+
+  /** Registers `owner`'s hold with the watchdog before its acquire is sent; the read-write lock renews its own way. */
+  protected reserveRenewal(owner: string): Renewal {
+    return this.core.watchdog.reserve(LOCK_RENEWAL, this.name, this.key, owner, [this.key], [owner]);
   }
 
   /** Releases one hold of `ctx`'s owner. */
@@ -310,7 +326,11 @@ export class RLock {
     }
   }
 
-  private runUnlock(owner: string, latch: string, attempt: number): Promise<unknown> {
+  /**
+   * Runs the unlock script once (`attempt` > 1: a retry, which replays the latch): nil when `owner` does not
+   * hold the lock, 0 when holds remain, 1 when released. Fair and read-write locks override it.
+   */
+  protected runUnlock(owner: string, latch: string, attempt: number): Promise<unknown> {
     const { connection, latches } = this.core;
     return UNLOCK.run(connection, [this.key, latch], [owner, this.releaseChannel(), connection.publishCommand, latches.ttlArg, attempt > 1 ? '1' : '0']);
   }

@@ -33,32 +33,49 @@ export const ACQUIRE = new Script(
 );
 
 /**
- * Unlock. KEYS[1] = lock, KEYS[2] = unlock latch of this call. ARGV[1] = owner, ARGV[2] = channel ('' to
- * publish nothing: the spin lock), ARGV[3] = publish command (`publish` or `spublish`), ARGV[4] = latch
- * TTL (ms), ARGV[5] = '1' when this is a retry of the call. A retry replays the answer stored in the
- * latch, if any; otherwise returns nil when the owner does not hold the lock, 0 when one hold was released
- * and others remain (TTL unchanged), 1 when the lock was deleted and `0` published, and stores that answer
- * in the latch.
+ * The start of every unlock script: a retry of an unlock call (`retry` = '1') whose first attempt stored
+ * its answer in the call's latch key returns that answer again.
  */
-export const UNLOCK = new Script(
-  'lock.unlock',
-  `if ARGV[5] == '1' then
-  local replay = redis.call('get', KEYS[2])
+export function latchReplay(retry: string, latch: string): string {
+  return `if ${retry} == '1' then
+  local replay = redis.call('get', ${latch})
   if replay then return tonumber(replay) end
 end
+`;
+}
+
+/**
+ * The unlock script of every hash lock, with Lua run at three points: `prelude` before anything else is
+ * read (after the latch replay), `kept` after one of several holds was released, `released` after the
+ * lock was deleted. KEYS[1] = lock, KEYS[2] = unlock latch of this call (more keys for variants).
+ * ARGV[1] = owner, ARGV[2] = channel, ARGV[3] = publish command (`publish` or `spublish`), ARGV[4] =
+ * latch TTL (ms), ARGV[5] = '1' when this is a retry of the call. A retry replays the answer stored in
+ * the latch, if any; otherwise returns nil when the owner does not hold the lock, 0 when one hold was
+ * released and others remain (TTL unchanged), 1 when the lock was deleted, and stores that answer in
+ * the latch.
+ */
+export function unlockSource(parts: { prelude?: string; kept?: string; released: string }): string {
+  return `${latchReplay('ARGV[5]', 'KEYS[2]')}${parts.prelude ?? ''}
 local count = redis.call('hget', KEYS[1], ARGV[1])
 if not count then return nil end
 local result = 0
 if tonumber(count) > 1 then
   redis.call('hincrby', KEYS[1], ARGV[1], -1)
+  ${parts.kept ?? ''}
 else
   redis.call('del', KEYS[1])
-  if ARGV[2] ~= '' then redis.call(ARGV[3], ARGV[2], '0') end
+  ${parts.released}
   result = 1
 end
 redis.call('set', KEYS[2], result, 'px', ARGV[4])
-return result`,
-);
+return result`;
+}
+
+/**
+ * RLock unlock: at release, `0` is published on the lock's channel (ARGV[2]), unless the channel is ''
+ * (the spin lock, whose waiters do not subscribe).
+ */
+export const UNLOCK = new Script('lock.unlock', unlockSource({ released: "if ARGV[2] ~= '' then redis.call(ARGV[3], ARGV[2], '0') end" }));
 
 /**
  * Force unlock. KEYS[1] = lock. ARGV[1] = channel ('' to publish nothing), ARGV[2] = publish command.

@@ -1,0 +1,119 @@
+import type { Core } from '../core.js';
+import { auxName } from '../keys.js';
+import { RLock, type AcquireResult, type Grant } from '../lock/lock.js';
+import type { Attempt } from '../pubsub/wait.js';
+import { FAIR_ACQUIRE, FAIR_FORCE_UNLOCK, FAIR_LEAVE, FAIR_UNLOCK } from './scripts.js';
+
+/** One message on a waiter's own channel wakes its (single) waiting call. */
+const WAKE_ONE = (): number => 1;
+
+/**
+ * A reentrant lock granted first come, first served across processes (Redisson's `RFairLock`). It has
+ * `RLock`'s whole API and semantics (lease or watchdog, reentrancy per owner, handles, typed errors);
+ * what differs is who gets the lock when it is released: the owner that has waited longest, never a
+ * newcomer, even one in the releasing process.
+ *
+ * Redis keys (all with the name's hash tag, so one slot): the lock hash at `keyPrefix + name` (as
+ * `RLock`'s), the queue `relock:queue:{name}` (LIST of waiting owner ids, head first) and the waiters'
+ * deadlines `relock:timeout:{name}` (ZSET owner id → Redis server time in ms), unlock latches as `RLock`.
+ * Channels: one per waiting owner, `relock:channel:{name}:<owner id>`; an unlock wakes only the head of
+ * the queue, and a waiter that becomes the head (the one before it acquired or left) is told so.
+ *
+ * Waiters that die: a waiter refreshes its deadline (`now + fairLockWaitTimeout`, server time) with
+ * every attempt and retries at least every third of `fairLockWaitTimeout`, so a live waiter, however
+ * long it waits, keeps its place; a waiter that stops refreshing (its process died) is removed by the
+ * next script that runs after its deadline, and the waiters behind it are woken at that deadline, so a
+ * dead waiter holds the queue up for at most `fairLockWaitTimeout`. A waiter that gives up (wait time
+ * over, aborted, Redis errors) leaves the queue at once. A holder that dies frees the lock at its lease
+ * end, when the head of the queue, which watches that lease, takes it.
+ *
+ * `tryLock()` and wait time 0 make one attempt without joining the queue: they get the lock only when
+ * it is free and nobody is waiting. Create objects with `LockClient.getFairLock(name)`.
+ */
+export class RFairLock extends RLock {
+  /** The Redis key of the waiters' queue (LIST). */
+  readonly queueKey: string;
+  /** The Redis key of the waiters' deadlines (ZSET, server time in ms). */
+  readonly timeoutKey: string;
+  /** Owners waiting through this object (their attempts join the queue), with the number of their waits. */
+  private readonly waiting = new Map<string, number>();
+
+  /** @internal Use `LockClient.getFairLock(name)`. */
+  constructor(core: Core, name: string) {
+    super(core, name);
+    this.queueKey = auxName(core.keyPrefix, 'queue', this.key);
+    this.timeoutKey = auxName(core.keyPrefix, 'timeout', this.key);
+  }
+
+  /** The channel on which the waiting owner `owner` is woken (`relock:channel:{name}:<owner>`). */
+  waiterChannel(owner: string): string {
+    return `${this.channel}:${owner}`;
+  }
+
+  protected override async runAcquire(owner: string, lease: string, guard: string): Promise<AcquireResult> {
+    const { connection, fairLockWaitTimeout } = this.core;
+    const reply = await FAIR_ACQUIRE.run(
+      connection,
+      [this.key, this.queueKey, this.timeoutKey],
+      [
+        lease,
+        owner,
+        guard,
+        String(fairLockWaitTimeout),
+        this.waiting.has(owner) ? '1' : '0',
+        this.channel,
+        connection.publishCommand,
+        String(Math.max(1, Math.floor(fairLockWaitTimeout / 3))),
+      ],
+    );
+    return reply === null ? { granted: true } : { granted: false, ttl: Number(reply) };
+  }
+
+  /**
+   * Waits on the owner's own channel. A wait that ends without the lock (wait time over, abort, error)
+   * leaves the queue: awaited when the wait time ran out (so a `false` from `tryLock` means the owner is
+   * no longer queued), in the background otherwise (the command is sent before any later one of this
+   * client, and the waiter's deadline removes it anyway if Redis cannot be reached).
+   */
+  protected override async waitForLock(waitMs: number, signal: AbortSignal | undefined, attempt: (deadline: number | undefined) => Promise<Attempt<Grant>>, owner: string): Promise<Grant | undefined> {
+    if (waitMs <= 0) return this.waitOn(this.waiterChannel(owner), WAKE_ONE, waitMs, signal, attempt);
+    this.waiting.set(owner, (this.waiting.get(owner) ?? 0) + 1);
+    let grant: Grant | undefined;
+    let leaving: Promise<void> | undefined;
+    try {
+      grant = await this.waitOn(this.waiterChannel(owner), WAKE_ONE, waitMs, signal, attempt);
+    } finally {
+      const left = this.waiting.get(owner)! - 1;
+      if (left > 0) this.waiting.set(owner, left);
+      else this.waiting.delete(owner);
+      if (!grant && left === 0) leaving = this.leave(owner);
+    }
+    await leaving;
+    return grant;
+  }
+
+  protected override runUnlock(owner: string, latch: string, attempt: number): Promise<unknown> {
+    const { connection, latches } = this.core;
+    return FAIR_UNLOCK.run(
+      connection,
+      [this.key, latch, this.queueKey, this.timeoutKey],
+      [owner, this.channel, connection.publishCommand, latches.ttlArg, attempt > 1 ? '1' : '0'],
+    );
+  }
+
+  protected override runForceUnlock(): Promise<unknown> {
+    return FAIR_FORCE_UNLOCK.run(this.core.connection, [this.key, this.queueKey, this.timeoutKey], [this.channel, this.core.connection.publishCommand]);
+  }
+
+  /** Removes `owner` from the queue (Redisson's `acquireFailed`); failures are logged, never thrown. */
+  private async leave(owner: string): Promise<void> {
+    const { connection, executor, log } = this.core;
+    try {
+      await executor.run('fairLock.leave', () => FAIR_LEAVE.run(connection, [this.key, this.queueKey, this.timeoutKey], [owner, this.channel, connection.publishCommand]), {
+        idempotent: true,
+      });
+    } catch (error) {
+      log.warn({ lock: this.name, owner, err: error }, 'could not leave the fair lock queue; the waiter is dropped at its deadline');
+    }
+  }
+}

@@ -1,0 +1,220 @@
+import { currentContext, detachedContext, type LockContext } from '../context.js';
+import type { Core } from '../core.js';
+import { LockUpgradeError } from '../errors.js';
+import { auxName, mainKey } from '../keys.js';
+import { RLock, type AcquireResult, type Grant } from '../lock/lock.js';
+import type { Attempt } from '../pubsub/wait.js';
+import type { Renewal, RenewalKind } from '../watchdog/watchdog.js';
+import { RW_ACQUIRE, RW_FORCE_UNLOCK, RW_IS_LOCKED, RW_RENEW, RW_UNLOCK } from './scripts.js';
+
+/** Renewal of read and write holds: each hold of the owner's field gets its own lease extended. */
+export const READ_WRITE_RENEWAL: RenewalKind = { script: RW_RENEW, keysPerHold: 2, argsPerHold: 1 };
+
+/** `1` (a write unlock, a downgrade, a force unlock) wakes every local waiter; `0` (the last reader left) one. */
+const READ_WRITE_WAKE = (message: string): number => (message === '1' ? Infinity : 1);
+
+const WRITE_SUFFIX = ':write';
+
+/** What the read and write locks of one `RReadWriteLock` share. */
+interface Shared {
+  readonly leasesKey: string;
+  readonly channel: string;
+  /** The owner of both sides outside any context. */
+  readonly own: LockContext;
+  readonly readHoldKey: string;
+  readonly writeHoldKey: string;
+}
+
+/**
+ * A read-write lock (Redisson's `RReadWriteLock`): any number of owners may hold `readLock()` together,
+ * `writeLock()` excludes every other owner, readers and writers. Both are reentrant and have `RLock`'s
+ * API (lease or watchdog, `acquire()` handles, `AbortSignal`s, typed errors).
+ *
+ * - Downgrade: an owner holding the write lock may take the read lock; after it releases the write lock
+ *   it keeps the read lock (and other readers may enter). Upgrade (read, then write) throws
+ *   `LockUpgradeError` instead of waiting for itself forever.
+ * - Leases: each hold has its own lease; the lock lives as long as its longest live hold, so a shorter
+ *   inner lease never shortens an outer hold. The watchdog of a client renews only that client's own
+ *   holds: the holds of a client that crashed end with their leases and do not block writers.
+ * - Waking: a write unlock wakes every waiting reader at once (and the writers, who retry); the last
+ *   reader's unlock wakes one waiter per process (a writer).
+ * - Not fair: readers keep entering while the lock is in read mode, so a steady flow of readers can keep
+ *   a writer waiting (as in Redisson).
+ *
+ * Ownership as `RLock`: the owner is the context that already holds either side, else the innermost
+ * context; outside any context, the read and write locks of this object share one owner.
+ *
+ * Redis keys (one slot): the hash `keyPrefix + name` (`mode` → `read` | `write`, `<owner>` → read holds,
+ * `<owner>:write` → write holds) and `relock:leases:{name}` (ZSET, one member per hold → its deadline in
+ * Redis server time); unlock latches as `RLock`. Channel `relock:rwlock:{name}`: `1` wakes every waiter,
+ * `0` one. Create objects with `LockClient.getReadWriteLock(name)`.
+ */
+export class RReadWriteLock {
+  /** The Redis key of the lock hash. */
+  readonly key: string;
+  private readonly read: RReadLock;
+  private readonly write: RWriteLock;
+
+  /** @internal Use `LockClient.getReadWriteLock(name)`. */
+  constructor(
+    core: Core,
+    /** The name given to `getReadWriteLock()`. */
+    readonly name: string,
+  ) {
+    this.key = mainKey(core.keyPrefix, name);
+    const shared: Shared = {
+      leasesKey: auxName(core.keyPrefix, 'leases', this.key),
+      channel: auxName(core.keyPrefix, 'rwlock', this.key),
+      own: detachedContext(),
+      readHoldKey: `${core.id} ${this.key} read`,
+      writeHoldKey: `${core.id} ${this.key} write`,
+    };
+    this.read = new RReadLock(core, name, shared);
+    this.write = new RWriteLock(core, name, shared);
+  }
+
+  /** The name given to `getReadWriteLock()` (Redisson's `getName()`). */
+  getName(): string {
+    return this.name;
+  }
+
+  /** The shared side (Redisson's `readLock()`); the same object on every call. */
+  readLock(): RReadLock {
+    return this.read;
+  }
+
+  /** The exclusive side (Redisson's `writeLock()`); the same object on every call. */
+  writeLock(): RWriteLock {
+    return this.write;
+  }
+}
+
+/** What the two sides have in common: keys, ownership, renewal, waiting, unlock. */
+abstract class ReadWriteSide extends RLock {
+  /** The Redis key of the holds' leases (ZSET member `<field>:<n>` → deadline, server time in ms). */
+  readonly leasesKey: string;
+  /** The channel of both sides (`relock:rwlock:{name}`). */
+  override readonly channel: string;
+  protected override readonly holdKey: string;
+
+  constructor(
+    core: Core,
+    name: string,
+    protected readonly shared: Shared,
+    private readonly side: 'read' | 'write',
+  ) {
+    super(core, name);
+    this.leasesKey = shared.leasesKey;
+    this.channel = shared.channel;
+    this.holdKey = side === 'read' ? shared.readHoldKey : shared.writeHoldKey;
+  }
+
+  /**
+   * Whether this side is locked by anyone (Redisson's `isLocked`): the write lock when the lock is in
+   * write mode; the read lock when it is in read mode or its writer also holds a read hold.
+   */
+  override async isLocked(): Promise<boolean> {
+    this.core.checkOpen();
+    const reply = await this.core.executor.run('readWriteLock.isLocked', () => RW_IS_LOCKED.run(this.core.connection, [this.key], [this.side]), {
+      idempotent: true,
+      expects: { key: this.key, type: 'hash' },
+    });
+    return Number(reply) === 1;
+  }
+
+  /**
+   * Deletes the whole read-write lock if it is in this side's mode (the read lock: read mode; the write
+   * lock: write mode), whoever holds it, and wakes every waiter (Redisson's `forceUnlock`). Resolves to
+   * true when it was deleted; this client's watchdog then stops renewing its holds of it.
+   */
+  override async forceUnlock(): Promise<boolean> {
+    this.core.checkOpen();
+    const { connection } = this.core;
+    const reply = await this.core.executor.run(
+      'readWriteLock.forceUnlock',
+      () => RW_FORCE_UNLOCK.run(connection, [this.key, this.leasesKey], [this.side, this.channel, connection.publishCommand]),
+      { idempotent: true },
+    );
+    const deleted = Number(reply) === 1;
+    if (deleted) this.core.watchdog.forget(this.key);
+    return deleted;
+  }
+
+  /** The context that already holds either side, else the innermost context, else the shared owner. */
+  protected override context(): LockContext {
+    const { readHoldKey, writeHoldKey, own } = this.shared;
+    const current = currentContext();
+    for (let ctx = current; ctx; ctx = ctx.parent) {
+      if (ctx.holds.has(readHoldKey) || ctx.holds.has(writeHoldKey)) return ctx;
+    }
+    return current ?? own;
+  }
+
+  protected override reserveRenewal(owner: string): Renewal {
+    return this.core.watchdog.reserve(READ_WRITE_RENEWAL, this.name, this.key, owner, [this.key, this.leasesKey], [owner]);
+  }
+
+  protected override async runAcquire(owner: string, lease: string, guard: string): Promise<AcquireResult> {
+    const reply = await RW_ACQUIRE.run(this.core.connection, [this.key, this.leasesKey], [lease, owner, guard, this.side, this.writeField(owner)]);
+    return reply === null ? { granted: true } : { granted: false, ttl: Number(reply) };
+  }
+
+  protected override waitForLock(waitMs: number, signal: AbortSignal | undefined, attempt: (deadline: number | undefined) => Promise<Attempt<Grant>>): Promise<Grant | undefined> {
+    return this.waitOn(this.channel, READ_WRITE_WAKE, waitMs, signal, attempt);
+  }
+
+  protected override runUnlock(owner: string, latch: string, attempt: number): Promise<unknown> {
+    const { connection, latches } = this.core;
+    return RW_UNLOCK.run(
+      connection,
+      [this.key, this.leasesKey, latch],
+      [owner, this.side, this.channel, connection.publishCommand, latches.ttlArg, attempt > 1 ? '1' : '0'],
+    );
+  }
+
+  /** The hash field of the write holds of the owner whose field on this side is `owner`. */
+  protected abstract writeField(owner: string): string;
+}
+
+/**
+ * The shared side of an `RReadWriteLock` (Redisson's `RedissonReadLock`), with `RLock`'s API. Granted
+ * when the lock is free, in read mode, or write-locked by the same owner (downgrade). Each read hold has
+ * its own lease; the watchdog renews the holds taken without one.
+ */
+export class RReadLock extends ReadWriteSide {
+  /** @internal Use `RReadWriteLock.readLock()`. */
+  constructor(core: Core, name: string, shared: Shared) {
+    super(core, name, shared, 'read');
+  }
+
+  protected writeField(owner: string): string {
+    return owner + WRITE_SUFFIX;
+  }
+}
+
+/**
+ * The exclusive side of an `RReadWriteLock` (Redisson's `RedissonWriteLock`), with `RLock`'s API. Granted
+ * when nobody holds either side, or reentrantly to its holder. Its owner id ends in `:write` (the hash
+ * field of its holds). An owner that holds only the read lock gets `LockUpgradeError`.
+ */
+export class RWriteLock extends ReadWriteSide {
+  /** @internal Use `RReadWriteLock.writeLock()`. */
+  constructor(core: Core, name: string, shared: Shared) {
+    super(core, name, shared, 'write');
+  }
+
+  protected override ownerOf(ctx: LockContext): string {
+    return super.ownerOf(ctx) + WRITE_SUFFIX;
+  }
+
+  protected override acquireAs(ctx: LockContext, waitMs: number, leaseMs: number | undefined, signal: AbortSignal | undefined): Promise<Grant | undefined> {
+    if (ctx.holds.has(this.shared.readHoldKey) && !ctx.holds.has(this.holdKey)) {
+      return Promise.reject(new LockUpgradeError(this.name, super.ownerOf(ctx)));
+    }
+    return super.acquireAs(ctx, waitMs, leaseMs, signal);
+  }
+
+  protected writeField(owner: string): string {
+    return owner;
+  }
+}

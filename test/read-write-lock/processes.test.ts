@@ -1,0 +1,96 @@
+import { beforeAll, describe, expect, it } from '@jest/globals';
+import { keys, lockClient, numsub, sleep, uniqueName, waitUntil, type Redis } from '../support/helpers.js';
+import { leavesNothingBehind, useFamilyHarness } from '../support/family.js';
+
+const harness = useFamilyHarness();
+const worker = harness.worker;
+let redis: Redis;
+beforeAll(() => {
+  redis = harness.redis;
+});
+
+describe('RReadWriteLock across processes', () => {
+  it('10 workers (5 tasks in each of 2 processes) × 1000 read lock/unlock cycles: no error, nothing left', async () => {
+    const procs = await Promise.all([worker(), worker()]);
+    const name = uniqueName('rwproc');
+    for (const w of procs) w.send({ cmd: 'cycles', name, loops: 5, rounds: 1000 });
+    const results = await Promise.all(procs.map((w) => w.next('cycled', 90_000)));
+    expect(results.map((r) => r.errors)).toEqual([0, 0]);
+    await waitUntil(async () => (await keys(redis, `*${name}*`)).length === 0, 2000, 10, 'no keys left');
+    process.stdout.write(`rw: 10 × 1000 read cycles in ${results.map((r) => Math.round(Number(r.ms))).join(' / ')} ms per process\n`);
+  }, 120_000);
+
+  it('15 readers in 3 processes waiting on a writer all get in within milliseconds of its release', async () => {
+    const procs = await Promise.all([worker(), worker(), worker()]);
+    const name = uniqueName('rwproc');
+    const writer = lockClient(redis).getReadWriteLock(name).writeLock();
+    await writer.lock();
+    for (let i = 0; i < 15; i++) procs[i % 3]!.send({ cmd: 'acquire', id: `r${i}`, kind: 'read', name, holdMs: 50 });
+    await waitUntil(async () => (await numsub(redis, writer.channel)) === 3, 10_000, 5, 'one subscription per process');
+    await sleep(100);
+    const unlockedAt = Number(process.hrtime.bigint()) / 1e6;
+    await writer.unlock();
+    const grants = await Promise.all(Array.from({ length: 15 }, (_, i) => procs[i % 3]!.next(`acquired:r${i}`)));
+    expect(grants.every((g) => g.ok === true)).toBe(true);
+    const times = grants.map((g) => Number(g.at));
+    const spread = Math.max(...times) - Math.min(...times);
+    const last = Math.max(...times) - unlockedAt;
+    // Without the wake-all message the readers would wait for their fallback timer (the writer's TTL, 30 s);
+    // on a quiet machine the last one is in within a few tens of ms, the bound allows for a loaded one.
+    expect(last).toBeLessThan(1000);
+    await Promise.all(Array.from({ length: 15 }, (_, i) => procs[i % 3]!.next(`released:r${i}`)));
+    process.stdout.write(`rw: 15 readers in 3 processes in after a write unlock: spread ${spread.toFixed(1)} ms, last ${last.toFixed(1)} ms after the unlock\n`);
+  }, 120_000);
+
+  it.each([0, 2])('two clients hold reads, one is killed, the other holds on for %i leases: the writer gets in within one lease after it releases', async (leases) => {
+    const lease = 1000;
+    const doomed = await worker({ lockWatchdogTimeout: lease });
+    const name = uniqueName('rwproc');
+    doomed.send({ cmd: 'acquire', id: 'r', kind: 'read', name });
+    expect((await doomed.next('acquired:r')).ok).toBe(true);
+    const survivor = lockClient(redis, { lockWatchdogTimeout: lease }).getReadWriteLock(name).readLock();
+    await survivor.lock();
+    const writer = lockClient(redis).getReadWriteLock(name).writeLock();
+    let writtenAt = 0;
+    const writing = writer.tryLock(15, 'seconds').then((ok) => ((writtenAt = performance.now()), ok));
+    doomed.kill('SIGKILL');
+    await doomed.exited;
+    // The survivor's watchdog renews only its own hold, never the dead client's.
+    await sleep(leases * lease);
+    expect(writtenAt).toBe(0);
+    const releasedAt = performance.now();
+    await survivor.unlock();
+    expect(await writing).toBe(true);
+    const after = writtenAt - releasedAt;
+    expect(after).toBeLessThan(lease + 150);
+    await writer.unlock();
+    process.stdout.write(`rw: writer in ${Math.round(after)} ms after the surviving reader released ${leases} leases after the kill (lease ${lease} ms)\n`);
+  }, 120_000);
+
+  it('a reader frozen past its lease (SIGSTOP) while another reader holds: it is told on resume, does not revive its hold, and the writer gets in', async () => {
+    const lease = 600;
+    const frozen = await worker({ lockWatchdogTimeout: lease });
+    const name = uniqueName('rwproc');
+    frozen.send({ cmd: 'acquire', id: 'r', kind: 'read', name });
+    expect((await frozen.next('acquired:r')).ok).toBe(true);
+    const other = lockClient(redis, { lockWatchdogTimeout: lease }).getReadWriteLock(name).readLock();
+    await other.lock();
+    frozen.kill('SIGSTOP');
+    await sleep(lease + 300);
+    frozen.kill('SIGCONT');
+    const lost = await frozen.next('lost', 5000);
+    expect(lost.name).toBe(name);
+    const writer = lockClient(redis).getReadWriteLock(name).writeLock();
+    const writing = writer.tryLock(5, 'seconds');
+    const releasedAt = performance.now();
+    await other.unlock();
+    expect(await writing).toBe(true);
+    expect(performance.now() - releasedAt).toBeLessThan(300);
+    frozen.send({ cmd: 'release', id: 'r' });
+    expect(await frozen.next('released:r')).toMatchObject({ ok: false, error: 'IllegalMonitorStateError' });
+    expect(await writer.isHeldByCurrentContext()).toBe(true);
+    await writer.unlock();
+  }, 120_000);
+});
+
+leavesNothingBehind(harness, 'rwproc');
