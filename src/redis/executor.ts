@@ -94,6 +94,8 @@ export class Executor {
   private inFlight: Array<InFlight<unknown>> = [];
   private sweeper: NodeJS.Timeout | undefined;
   private closed = false;
+  /** Aborted by `close()`: stops retry backoffs at once, so no timer outlives the client. */
+  private readonly closing = new AbortController();
 
   constructor(
     readonly connection: Connection,
@@ -119,7 +121,8 @@ export class Executor {
     }
     try {
       if (!this.retryable(first, options)) throw first;
-      const { deadline, signal } = options;
+      const { deadline } = options;
+      const signal = options.signal ? AbortSignal.any([options.signal, this.closing.signal]) : this.closing.signal;
       return await pRetry(
         (attempt) => {
           if (attempt === 1) throw first;
@@ -165,6 +168,7 @@ export class Executor {
   /** Stops the deadline timer; later calls fail with `ClientClosedError`. */
   close(): void {
     this.closed = true;
+    this.closing.abort(new ClientClosedError());
     for (const call of this.inFlight) call.giveUp(new ClientClosedError());
     this.inFlight = [];
     if (this.sweeper) clearInterval(this.sweeper);

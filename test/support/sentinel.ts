@@ -13,7 +13,11 @@ import { waitUntil } from './helpers.js';
 
 export const MASTER_NAME = 'relock-test';
 
-const newSentinel = (port: number) => createSentinel({ name: MASTER_NAME, sentinelRootNodes: [{ host: '127.0.0.1', port }] });
+// Short reconnect delays: node-redis does not cancel a reconnect delay on close(), so a long one would
+// keep the test process alive after the servers were killed.
+const socket = { reconnectStrategy: (retries: number) => Math.min(50 * (retries + 1), 200) };
+const newSentinel = (port: number) =>
+  createSentinel({ name: MASTER_NAME, sentinelRootNodes: [{ host: '127.0.0.1', port }], nodeClientOptions: { socket }, sentinelClientOptions: { socket } });
 /** The node-redis Sentinel client type these tests use. */
 export type SentinelClient = ReturnType<typeof newSentinel>;
 
