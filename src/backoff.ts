@@ -12,7 +12,10 @@ export interface BackoffOptions {
   initialDelay?: number;
   /** The longest pause, in ms. Default 128. */
   maxDelay?: number;
-  /** Each pause is the previous one times this, plus a random jitter (see `ExponentialBackoff`). Default 2. */
+  /**
+   * Growth of the pause per failed attempt: the next pause is the previous one times this, plus a random
+   * jitter of 0 to n − 1 ms after the n-th failure, capped at `maxDelay`. Default 2.
+   */
   multiplier?: number;
 }
 

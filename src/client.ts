@@ -72,7 +72,12 @@ export interface LockClientOptions {
    * that did not acknowledge can still be promoted). Costs one INFO every 5 s and one WAIT per acquisition
    * when the primary has replicas; nothing without replicas. `true` = `{ timeout: 1000 }`. Default off.
    */
-  syncReplicas?: boolean | { timeout?: number };
+  syncReplicas?:
+    | boolean
+    | {
+        /** How long `WAIT` waits for a replica's acknowledgement, in ms. Default 1000 (Redisson's `slavesSyncTimeout`). */
+        timeout?: number;
+      };
 
   /**
    * How long a fair-lock waiter that stopped trying (its process died) keeps its place in the queue, in ms.
@@ -86,9 +91,11 @@ export interface LockClientOptions {
 /** Events of a `LockClient`. */
 export interface LockClientEvents {
   /**
-   * A lock held without a lease was lost: a renewal found it gone (expired while this process was paused,
-   * deleted, Redis restarted without it) or renewals failed until its lease ended. The holder's handle
-   * signal aborts too.
+   * A hold renewed by the watchdog (a lock, or an expirable permit, taken without a lease) was lost: a
+   * renewal found it gone (expired while this process was paused, deleted, Redis restarted or failed over
+   * without it) or renewals failed until its lease ended. The holder's handle signal aborts too. Not
+   * emitted when an explicit lease runs out (only the handle's signal aborts then). The listener runs
+   * outside any lock context; an error it throws is logged, not rethrown.
    */
   lockLost: [event: LockLostEvent];
 }
@@ -141,7 +148,8 @@ export class LockClient extends EventEmitter<LockClientEvents> {
 
   /**
    * A reentrant lock object for `name` (Redisson's `getLock`); see `RLock` for its keys and ownership.
-   * Each call returns a new object. Throws `InvalidArgumentError` for an empty name or braces that do
+   * Each call returns a new object (outside any lock context, each object is a separate owner). Sends
+   * nothing to Redis. Throws `InvalidArgumentError` for an empty name, `CrossSlotError` for braces that do
    * not form a hash tag.
    */
   getLock(name: string): RLock {
@@ -150,7 +158,7 @@ export class LockClient extends EventEmitter<LockClientEvents> {
 
   /**
    * A reentrant lock that returns a fencing token with every acquisition (Redisson's `getFencedLock`);
-   * see `FencedLock`. Each call returns a new object. Throws `InvalidArgumentError` for a bad name.
+   * see `FencedLock`. Each call returns a new object. Throws as `getLock`.
    */
   getFencedLock(name: string): FencedLock {
     return new FencedLock(this.core, name);
@@ -160,8 +168,8 @@ export class LockClient extends EventEmitter<LockClientEvents> {
    * A reentrant lock that waits by polling with exponential backoff instead of pub/sub (Redisson's
    * `getSpinLock`): the `RLock` hash, scripts and watchdog, no subscription, and unlocks that publish
    * nothing; see `SpinLock`. `options` (ms): `initialDelay` (default 1), `maxDelay` (default 128),
-   * `multiplier` (default 2). Each call returns a new object. Throws `InvalidArgumentError` for a bad name
-   * or option.
+   * `multiplier` (default 2). Each call returns a new object. Throws as `getLock`, and
+   * `InvalidArgumentError` naming a bad option.
    */
   getSpinLock(name: string, options?: SpinLockOptions): SpinLock {
     return new SpinLock(this.core, name, options);
@@ -192,8 +200,7 @@ export class LockClient extends EventEmitter<LockClientEvents> {
    * A counting semaphore object for `name` (Redisson's `getSemaphore`): a free-permit count in a string
    * at `keyPrefix + name`, with no owners and no leases (a crashed holder's permits are not given back;
    * use `getPermitExpirableSemaphore` for that). See `RSemaphore` for its keys and channel. Each call
-   * returns a new object. Throws `InvalidArgumentError` for an empty name or braces that do not form a
-   * hash tag.
+   * returns a new object. Throws as `getLock`.
    */
   getSemaphore(name: string): RSemaphore {
     return new RSemaphore(this.core, name);
@@ -203,7 +210,7 @@ export class LockClient extends EventEmitter<LockClientEvents> {
    * A semaphore of expirable permits for `name` (Redisson's `getPermitExpirableSemaphore`): "at most N at
    * once", where each permit has an id and an expiry in Redis server time, renewed by the watchdog when
    * taken without a lease, so a crashed holder's permit comes back. See `RPermitExpirableSemaphore` for
-   * its keys and channel. Each call returns a new object. Throws `InvalidArgumentError` as `getLock`.
+   * its keys and channel. Each call returns a new object. Throws as `getLock`.
    */
   getPermitExpirableSemaphore(name: string): RPermitExpirableSemaphore {
     return new RPermitExpirableSemaphore(this.core, name);
@@ -212,7 +219,7 @@ export class LockClient extends EventEmitter<LockClientEvents> {
   /**
    * A count-down latch object for `name` (Redisson's `getCountDownLatch`): a count in a string at
    * `keyPrefix + name`; every awaiter in every process is released when it reaches zero. See
-   * `RCountDownLatch`. Each call returns a new object. Throws `InvalidArgumentError` as `getLock`.
+   * `RCountDownLatch`. Each call returns a new object. Throws as `getLock`.
    */
   getCountDownLatch(name: string): RCountDownLatch {
     return new RCountDownLatch(this.core, name);
@@ -242,9 +249,11 @@ export class LockClient extends EventEmitter<LockClientEvents> {
    * Runs `fn` holding the lock `name`, in a new context, and releases the lock when `fn` settles. Nested
    * `withLock` calls on the same name (in `fn` and everything it awaits) reenter; sibling tasks inside
    * `fn` that each call `withLock` on another name get separate ownership. `fn` receives an `AbortSignal`
-   * that aborts when the lock is lost. Options as in `RLock.acquire` (milliseconds unless `unit` is
-   * given; waits until free by default). Returns what `fn` returns. Throws `LockAcquireTimeoutError`,
-   * the abort reason, `fn`'s error, or the release's error when `fn` succeeded.
+   * that aborts (reason: `LockLostError`) when the lock is lost; relock does not stop `fn`, so pass the
+   * signal on. Options as in `RLock.acquire` (milliseconds unless `unit` is given; waits until free by
+   * default). Returns what `fn` returns. Throws `LockAcquireTimeoutError` (when `waitTime` ran out),
+   * `options.signal.reason`, the errors of `RLock.acquire`, `fn`'s error (a failed release is then only
+   * logged), or the release's error when `fn` succeeded (`IllegalMonitorStateError` when the lock was lost).
    */
   withLock<T>(name: string, fn: (signal: AbortSignal) => T | Promise<T>, options?: AcquireOptions): Promise<T> {
     return runInContext(async () => {
@@ -261,20 +270,33 @@ export class LockClient extends EventEmitter<LockClientEvents> {
     });
   }
 
-  /** Runs `fn` in a new lock context (see `runInContext`). Returns what `fn` returns. */
+  /**
+   * Runs `fn` in a new lock context nested in the caller's: the same as the exported `runInContext`. Locks
+   * acquired inside are owned by that context (or reenter a lock an enclosing context holds). Returns what
+   * `fn` returns (its promise, for an async `fn`). Sends nothing to Redis.
+   */
   runInContext<T>(fn: () => T): T {
     return runInContext(fn);
   }
 
-  /** Numbers for tests and diagnostics: holds the watchdog renews, channels subscribed, renewal script calls. */
-  stats(): { watchdogHolds: number; subscriptions: number; renewalCalls: number } {
+  /** Numbers for tests and diagnostics, read locally (nothing is sent to Redis). */
+  stats(): {
+    /** Holds (lock owners, expirable permits) the watchdog is renewing now. */
+    watchdogHolds: number;
+    /** Channels this client is subscribed to now (one per object with waiters in this process). */
+    subscriptions: number;
+    /** Renewal script calls the watchdog has sent since the client was created. */
+    renewalCalls: number;
+  } {
     return { watchdogHolds: this.core.watchdog.size, subscriptions: this.core.channels.size, renewalCalls: this.core.watchdog.calls };
   }
 
   /**
-   * Stops the watchdog (held locks then expire within their lease), wakes every waiter (they reject with
-   * `ClientClosedError`), unsubscribes, deletes pending unlock latches, and closes the connections relock
-   * created; a client passed as `redis` stays open. Idempotent.
+   * Stops the watchdog (held locks then expire within their lease; release them first to free them at
+   * once), wakes every waiter (they reject with `ClientClosedError`), unsubscribes, deletes pending unlock
+   * latches, and closes the connections relock created; a client passed as `redis` stays open: close it
+   * after this promise resolves. Later calls on this client's objects throw `ClientClosedError`.
+   * Idempotent: every call returns the same promise. Does not throw.
    */
   shutdown(): Promise<void> {
     this.shutdownPromise ??= (async () => {
@@ -292,8 +314,10 @@ export class LockClient extends EventEmitter<LockClientEvents> {
 
 /**
  * Creates a `LockClient` (the Redisson client of relock): `createLockClient({ redis: client })` with your
- * connected node-redis client, or `createLockClient({ url })`. Throws `InvalidArgumentError` naming a bad
- * option, or a client that lacks the node-redis methods relock needs.
+ * connected node-redis client, or `createLockClient({ url })`. Synchronous: with `url` it starts connecting
+ * and the first command waits for the connection (an unreachable server shows up as `RedisUnavailableError`
+ * on the first call, after `responseTimeout`). Throws `InvalidArgumentError` naming a bad option, or a
+ * client that lacks the node-redis methods relock needs.
  */
 export function createLockClient(options: LockClientOptions): LockClient {
   return new LockClient(options);

@@ -1,9 +1,14 @@
 /**
- * Typed errors. Every error relock throws is a `RelockError` with a stable `code`; errors caused by
- * another (a Redis reply, a socket error) carry it as `cause`.
+ * The base class of relock's typed errors. Every error relock throws is a `RelockError` with a stable
+ * `code` (an abort through an `AbortSignal` you passed rejects with that signal's reason instead); errors
+ * caused by another (a Redis reply, a socket error) carry it as `cause`. `name` is the subclass's name.
  */
 export class RelockError extends Error {
-  /** A stable identifier such as `'ILLEGAL_MONITOR_STATE'`, for logs and `switch` statements. */
+  /**
+   * A stable identifier, for logs and `switch` statements: `'ILLEGAL_MONITOR_STATE'`, `'LOCK_LOST'`,
+   * `'LOCK_ACQUIRE_TIMEOUT'`, `'INVALID_ARGUMENT'`, `'WRONG_TYPE'`, `'CLIENT_CLOSED'`, `'REDIS_UNAVAILABLE'`,
+   * `'REDIS_COMMAND'`, `'CROSS_SLOT'`, `'NO_SYNCED_REPLICAS'`, `'PERMIT_ACQUIRE_TIMEOUT'`, `'PERMIT_NOT_HELD'`.
+   */
   readonly code: string;
   constructor(code: string, message: string, options?: { cause?: unknown }) {
     super(message, options);
@@ -14,50 +19,110 @@ export class RelockError extends Error {
 
 /**
  * The caller does not hold the lock it tried to release (Java's `IllegalMonitorStateException`, thrown by
- * Redisson's `RLock.unlock`): it never held it, it already released it, or its lease expired.
+ * Redisson's `RLock.unlock`): it never held it, it already released it, or its lease expired (a new holder's
+ * lock is then left alone). Thrown by `unlock()`, `LockHandle.release()` and `MultiLock.unlock()`;
+ * `RedLock.unlock()` throws it only when no node held the lock.
  */
 export class IllegalMonitorStateError extends RelockError {
-  constructor(readonly lockName: string, readonly owner: string, detail = 'it is not held by this owner') {
+  constructor(
+    /** The name of the lock (for a multi-lock or RedLock, its members' names as `[a, b]`). */
+    readonly lockName: string,
+    /** The owner id that tried to release it: `clientId:contextId`. */
+    readonly owner: string,
+    detail = 'it is not held by this owner',
+  ) {
     super('ILLEGAL_MONITOR_STATE', `cannot unlock "${lockName}" as owner ${owner}: ${detail} (never acquired, already released, or its lease expired)`);
   }
 }
 
-/** A held lock was lost: its key expired or was deleted, or renewals failed until the lease ran out. */
+/**
+ * A held lock (or expirable permit) was lost: its key expired or was deleted, or renewals failed until the
+ * lease ran out. It is not thrown by a method: it is the `reason` of a handle's `signal` (`LockHandle`,
+ * `PermitHandle`, the `AbortSignal` given to `withLock`'s function) and the `error` of the client's
+ * `lockLost` event.
+ */
 export class LockLostError extends RelockError {
-  constructor(readonly lockName: string, readonly reason: 'expired' | 'deleted' | 'renewal-failed' | 'lease-ended', options?: { cause?: unknown }) {
+  constructor(
+    /** The name of the lock (or expirable semaphore) that was lost, as given to its factory. */
+    readonly lockName: string,
+    /**
+     * Why: `'expired'`, a renewal found the hold gone from Redis (it expired while this process was
+     * paused, was deleted or force-unlocked, or Redis lost it in a restart or failover); `'renewal-failed'`,
+     * renewals kept failing (see `cause`) until the lease ran out; `'lease-ended'`, an explicit lease ran
+     * out (the handle's timer), or the watchdog's lease ran out before a renewal could be sent (the event
+     * loop was blocked). `'deleted'` is reserved: relock cannot tell a deleted key from an expired one and
+     * reports both as `'expired'`.
+     */
+    readonly reason: 'expired' | 'deleted' | 'renewal-failed' | 'lease-ended',
+    options?: { cause?: unknown },
+  ) {
     super('LOCK_LOST', `lock "${lockName}" was lost (${reason})`, options);
   }
 }
 
-/** `acquire()` gave up: the lock stayed busy for the whole wait time. */
+/**
+ * `acquire()` (of a lock, multi-lock or RedLock) or `withLock()` gave up: the lock stayed busy for the whole
+ * wait time. `tryLock()` resolves to `false` instead.
+ */
 export class LockAcquireTimeoutError extends RelockError {
-  constructor(readonly lockName: string, readonly waitTimeMs: number) {
+  constructor(
+    /** The name of the lock (for a multi-lock or RedLock, its members' names as `[a, b]`). */
+    readonly lockName: string,
+    /** The wait time that ran out, in milliseconds. */
+    readonly waitTimeMs: number,
+  ) {
     super('LOCK_ACQUIRE_TIMEOUT', `could not acquire "${lockName}" within ${waitTimeMs} ms: it stayed held by another owner`);
   }
 }
 
-/** An argument or option is invalid; `argument` names it. */
+/**
+ * An argument or option is invalid; `argument` names it. Thrown before anything is sent to Redis (by the
+ * factories for a bad name, by `createLockClient` for a bad option, by methods for a bad time, unit or count).
+ */
 export class InvalidArgumentError extends RelockError {
-  constructor(readonly argument: string, detail: string) {
+  constructor(
+    /** The argument or option at fault, e.g. `'leaseTime'`, `'unit'`, `'retry.retries'`, `'options.maxDelay'`. */
+    readonly argument: string,
+    detail: string,
+  ) {
     super('INVALID_ARGUMENT', `invalid ${argument}: ${detail}`);
   }
 }
 
-/** The key of an object holds a value of another Redis type (Redis `WRONGTYPE`), e.g. a string at a lock's key. */
+/**
+ * The key of an object holds a value of another Redis type (Redis `WRONGTYPE`), e.g. a string at a lock's
+ * key: the name is used by other data, or by another kind of relock object. Not retried.
+ */
 export class WrongTypeError extends RelockError {
-  constructor(readonly key: string, readonly actualType: string, readonly expectedType: string, options?: { cause?: unknown }) {
+  constructor(
+    /** The Redis key (with `keyPrefix`). */
+    readonly key: string,
+    /** The type Redis reports for it (`TYPE`), e.g. `'string'`. */
+    readonly actualType: string,
+    /** The type relock keeps there: `'hash'` for locks, `'string'` for semaphores and latches, `'zset'` for expirable semaphores. */
+    readonly expectedType: string,
+    options?: { cause?: unknown },
+  ) {
     super('WRONG_TYPE', `key "${key}" holds a Redis ${actualType}, not the ${expectedType} relock expects: the name is used by other data`, options);
   }
 }
 
-/** The `LockClient` was shut down, or the node-redis client it uses was closed. */
+/**
+ * The `LockClient` was shut down, or the node-redis client it uses was closed. Thrown by every call made
+ * after `shutdown()`, and by waits that were in progress when it was called. Not retried.
+ */
 export class ClientClosedError extends RelockError {
   constructor(options?: { cause?: unknown }) {
     super('CLIENT_CLOSED', 'the lock client is shut down or its Redis connection was closed', options);
   }
 }
 
-/** Redis did not answer, or answered only with transient errors, within the retry policy. `cause` is the last error. */
+/**
+ * Redis did not answer, or answered only with transient errors (`LOADING`, `READONLY`, `TRYAGAIN`, a closed
+ * socket, no reply within `responseTimeout`, …), after the retries of the `retry` policy or until the
+ * caller's wait time ran out. `cause` is the last error. An operation that failed with it may or may not
+ * have taken effect in Redis; relock undoes acquisitions that turn out to have gone through.
+ */
 export class RedisUnavailableError extends RelockError {
   constructor(operation: string, options?: { cause?: unknown }) {
     const detail = options?.cause instanceof Error ? `: ${options.cause.message || options.cause.name}` : '';
@@ -65,7 +130,10 @@ export class RedisUnavailableError extends RelockError {
   }
 }
 
-/** Redis answered an unexpected error (not transient, not a wrong type). `cause` is the reply. */
+/**
+ * Redis answered an unexpected error (not transient, not a wrong type): for example `NOPERM` from an ACL
+ * that forbids `EVALSHA`, or a script error. `cause` is the reply. Not retried.
+ */
 export class RedisCommandError extends RelockError {
   constructor(operation: string, options: { cause: unknown }) {
     super('REDIS_COMMAND', `Redis rejected ${operation}: ${(options.cause as Error)?.message ?? String(options.cause)}`, options);
@@ -94,7 +162,14 @@ export class CrossSlotError extends RelockError {
  * lock to someone else. Retried per the retry policy before it reaches the caller.
  */
 export class NoSyncedReplicasError extends RelockError {
-  constructor(readonly key: string, readonly replicas: number, readonly timeoutMs: number) {
+  constructor(
+    /** The key whose write no replica acknowledged (with `keyPrefix`). */
+    readonly key: string,
+    /** The number of replicas the primary reported (`connected_slaves`). */
+    readonly replicas: number,
+    /** The `WAIT` timeout in milliseconds (`syncReplicas.timeout`). */
+    readonly timeoutMs: number,
+  ) {
     super('NO_SYNCED_REPLICAS', `none of ${replicas} replica(s) acknowledged the write to "${key}" within ${timeoutMs} ms; the acquisition was undone (raise syncReplicas.timeout, or check replication)`);
   }
 }
@@ -104,7 +179,14 @@ export class NoSyncedReplicasError extends RelockError {
  * (Redisson's `tryAcquire` returning false, as an error for the handle-returning form).
  */
 export class PermitAcquireTimeoutError extends RelockError {
-  constructor(readonly semaphoreName: string, readonly permits: number, readonly waitTimeMs: number) {
+  constructor(
+    /** The semaphore's name, as given to its factory. */
+    readonly semaphoreName: string,
+    /** The number of permits asked for. */
+    readonly permits: number,
+    /** The wait time that ran out, in milliseconds. */
+    readonly waitTimeMs: number,
+  ) {
     super('PERMIT_ACQUIRE_TIMEOUT', `could not acquire ${permits} permit(s) of "${semaphoreName}" within ${waitTimeMs} ms: too few were free`);
   }
 }
@@ -116,7 +198,14 @@ export class PermitAcquireTimeoutError extends RelockError {
  * its permits was changed. `ids` lists the ids that were not held (at most 100 of them).
  */
 export class PermitNotHeldError extends RelockError {
-  constructor(readonly semaphoreName: string, readonly ids: readonly string[], readonly missing: number) {
+  constructor(
+    /** The semaphore's name, as given to `getPermitExpirableSemaphore()`. */
+    readonly semaphoreName: string,
+    /** The permit ids that were not held (at most 100 of them). */
+    readonly ids: readonly string[],
+    /** How many of the given ids were not held (may exceed `ids.length`). */
+    readonly missing: number,
+  ) {
     const shown = ids.slice(0, 3).join(', ') + (missing > 3 ? `, … (${missing} in all)` : '');
     super('PERMIT_NOT_HELD', `permit(s) ${shown} of "${semaphoreName}" are not held (never issued, already released, or expired); nothing was changed`);
   }

@@ -57,7 +57,7 @@ export class RCountDownLatch extends CountedObject {
     return Number(await this.run('latch.countDown', COUNT_DOWN, []));
   }
 
-  /** The current count (`GET`; 0 when the latch is open). */
+  /** The current count (`GET`; 0 when the latch is open). Throws `WrongTypeError`, `RedisUnavailableError`, `ClientClosedError`. */
   async getCount(): Promise<number> {
     return Math.max(0, await this.readCount('latch.getCount'));
   }

@@ -55,7 +55,11 @@ export class FencedLock extends RLock {
     return grant?.token;
   }
 
-  /** The last token handed out for this lock (`GET` of the counter), 0 when none was (Redisson's `getToken`). */
+  /**
+   * The last token handed out for this lock (`GET` of the counter), 0 when none was (Redisson's
+   * `getToken`): whoever got it, not necessarily the caller. Throws `RedisUnavailableError`,
+   * `ClientClosedError`.
+   */
   async getToken(): Promise<bigint> {
     this.core.checkOpen();
     const value = await this.core.executor.run('fencedLock.getToken', () => this.core.connection.send(this.fenceKey, ['GET', this.fenceKey]), { idempotent: true });

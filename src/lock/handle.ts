@@ -34,7 +34,11 @@ export class LockHandle implements AsyncDisposable {
     return this.released;
   }
 
-  /** `await using handle = await lock.acquire()` releases at the end of the block. */
+  /**
+   * `await using handle = await lock.acquire()` releases at the end of the block. Throws as `release()`:
+   * when the lock was lost meanwhile the block ends with `IllegalMonitorStateError` (wrapped with the
+   * block's own error in a `SuppressedError` when the block threw too).
+   */
   [Symbol.asyncDispose](): Promise<void> {
     return this.release();
   }

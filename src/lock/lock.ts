@@ -31,9 +31,12 @@ export let memberSteps: MemberSteps;
 
 /** Options of `acquire()` and `LockClient.withLock()`. Times are in `unit`, milliseconds by default. */
 export interface AcquireOptions {
-  /** How long to wait for the lock: 0 for one attempt; omitted or Infinity to wait until it is free. */
+  /** How long to wait for the lock: 0 for one attempt; omitted, Infinity or -1 to wait until it is free. */
   waitTime?: number;
-  /** Lease: the lock expires this long after the acquisition. Omitted: the watchdog renews it while held. */
+  /**
+   * Lease: the lock expires this long after the acquisition (counted from when the granting attempt was
+   * sent), whatever its holder does. Omitted or -1: the watchdog renews it while held.
+   */
   leaseTime?: number;
   /** Unit of `waitTime` and `leaseTime`. Default `'milliseconds'`. */
   unit?: TimeUnit;
@@ -76,7 +79,9 @@ const WAKE_ONE = (): number => 1;
  *
  * Ownership: inside a context (`runInContext`, `withLock`) the owner is the context that holds the
  * lock or, for a new acquisition, the innermost context; outside any context this object is the owner.
- * Create lock objects with `LockClient.getLock(name)`; each call returns a new object.
+ * So concurrent tasks that share one context, or one lock object outside any context, are one owner and
+ * reenter each other's hold: give each task its own context (`withLock`, `runInContext`). Create lock
+ * objects with `LockClient.getLock(name)`; each call returns a new object.
  */
 export class RLock {
   /** The Redis key of the lock hash. */
@@ -122,7 +127,8 @@ export class RLock {
    * Acquires the lock, waiting as long as it takes (Redisson's `RLock.lock()` / `lock(leaseTime, unit)`).
    * Without `leaseTime` the lock lives `lockWatchdogTimeout` and the watchdog renews it until unlocked;
    * with it, the lock expires `leaseTime` after the acquisition and is not renewed. Reentrant: the
-   * owner's hold count rises by one. Throws `InvalidArgumentError` (bad time or unit),
+   * owner's hold count rises by one, and the lock's TTL is reset to this acquisition's lease (as in
+   * Redisson). Resolves once held. Throws `InvalidArgumentError` (bad time or unit),
    * `WrongTypeError` (the key holds another type), `RedisUnavailableError`, `ClientClosedError`.
    */
   async lock(leaseTime?: number, unit?: TimeUnit): Promise<void> {
@@ -150,8 +156,9 @@ export class RLock {
   /**
    * Acquires the lock and returns a handle that releases it (`release()` or `await using`), with an
    * `AbortSignal` that aborts when the lock is lost. Times are in `options.unit` (milliseconds by
-   * default); without `waitTime` it waits until the lock is free. Throws `LockAcquireTimeoutError`
-   * when the wait time runs out, `signal.reason` when aborted, and the errors of `tryLock`.
+   * default); without `waitTime` it waits until the lock is free (unlike `tryLock()`, which makes one
+   * attempt). Throws `LockAcquireTimeoutError` when the wait time runs out, `options.signal.reason` when
+   * aborted, and the errors of `tryLock`.
    */
   async acquire(options: AcquireOptions = {}): Promise<LockHandle> {
     const wait = waitMillis(options.waitTime, options.unit);
@@ -175,8 +182,11 @@ export class RLock {
   }
 
   /**
-   * Deletes the lock whoever holds it and wakes waiters (Redisson's `forceUnlock`). Resolves to true when
-   * a lock was deleted. Holders are not told, except through their failed renewals.
+   * Deletes the lock whoever holds it and wakes waiters (Redisson's `forceUnlock`; `DEL` of the lock key and
+   * a `0` published on its channel, nothing for a spin lock). Resolves to true when a lock was deleted.
+   * Holders are not told, except a watchdog holder through its next renewal (`lockLost`, reason
+   * `'expired'`); this client's own renewals of the lock stop at once. The key is deleted whatever it
+   * holds. Throws `RedisUnavailableError`, `ClientClosedError`.
    */
   async forceUnlock(): Promise<boolean> {
     this.core.checkOpen();
@@ -190,22 +200,31 @@ export class RLock {
     return FORCE_UNLOCK.run(this.core.connection, [this.key], [this.releaseChannel(), this.core.connection.publishCommand]);
   }
 
-  /** Whether anyone holds the lock (`EXISTS` on its key). */
+  /** Whether anyone holds the lock (`EXISTS` on its key). Throws `RedisUnavailableError`, `ClientClosedError`. */
   async isLocked(): Promise<boolean> {
     return Number(await this.read(['EXISTS', this.key])) === 1;
   }
 
-  /** Whether the caller's owner (see the class description) holds the lock (`HEXISTS`). */
+  /**
+   * Whether the caller's owner (see the class description) holds the lock (`HEXISTS`; Redisson's
+   * `isHeldByCurrentThread`). Throws `WrongTypeError`, `RedisUnavailableError`, `ClientClosedError`.
+   */
   async isHeldByCurrentContext(): Promise<boolean> {
     return Number(await this.read(['HEXISTS', this.key, this.ownerOf(this.context())])) === 1;
   }
 
-  /** The caller's hold count (`HGET`), 0 when it does not hold the lock. */
+  /**
+   * The caller's hold count (`HGET`), 0 when it does not hold the lock. Throws `WrongTypeError`,
+   * `RedisUnavailableError`, `ClientClosedError`.
+   */
   async getHoldCount(): Promise<number> {
     return Number((await this.read(['HGET', this.key, this.ownerOf(this.context())])) ?? 0);
   }
 
-  /** Milliseconds until the lock expires (`PTTL`): -2 when it is not held, -1 when it has no expiry. */
+  /**
+   * Milliseconds until the lock expires (`PTTL`): -2 when it is not held, -1 when the key has no expiry
+   * (not set by relock). Throws `RedisUnavailableError`, `ClientClosedError`.
+   */
   async remainTimeToLive(): Promise<number> {
     return Number(await this.read(['PTTL', this.key]));
   }

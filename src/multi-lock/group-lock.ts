@@ -37,7 +37,7 @@ export abstract class GroupLock {
     this.quorum = quorumOf(this.locks.length);
   }
 
-  /** The members' names as `[a, b]`. */
+  /** The members' names as `[a, b]` (Redisson's `getName()`); read locally. */
   getName(): string {
     return this.name;
   }

@@ -72,7 +72,7 @@ export class MultiLock extends GroupLock {
     throwFirst(failures(await Promise.allSettled(this.locks.map((lock) => lock.unlock()))));
   }
 
-  /** Whether the caller holds every member (`HEXISTS` on each). */
+  /** Whether the caller holds every member (`HEXISTS` on each). Throws as `RLock.isHeldByCurrentContext`. */
   async isHeldByCurrentContext(): Promise<boolean> {
     const held = await Promise.all(this.locks.map((lock) => lock.isHeldByCurrentContext()));
     return held.every(Boolean);

@@ -61,7 +61,10 @@ export class PermitHandle implements AsyncDisposable {
     this.lease = await this.ops.updateLeaseTime(leaseTime, unit);
   }
 
-  /** `await using permits = await semaphore.acquire()` releases at the end of the block. */
+  /**
+   * `await using permits = await semaphore.acquire()` releases at the end of the block. Throws as
+   * `release()`: when a permit expired meanwhile the block ends with `PermitNotHeldError`.
+   */
   [Symbol.asyncDispose](): Promise<void> {
     return this.release();
   }

@@ -14,9 +14,12 @@ import { ACQUIRE, ADD_LIMIT, COUNTS, RELEASE, RENEW, SET_LIMIT, TRY_SET_LIMIT, U
 export interface PermitAcquireOptions {
   /** Permits to take at once (each gets its own id). Default 1. */
   permits?: number;
-  /** How long to wait: 0 for one attempt; omitted or Infinity to wait until enough permits are free. */
+  /** How long to wait: 0 for one attempt; omitted, Infinity or -1 to wait until enough permits are free. */
   waitTime?: number;
-  /** Lease: the permits expire this long after the acquisition. Omitted or -1: the watchdog renews them while held. */
+  /**
+   * Lease: the permits expire this long after the acquisition, in Redis server time, whatever their holder
+   * does. Omitted or -1: the watchdog renews them while held.
+   */
   leaseTime?: number;
   /** Unit of `waitTime` and `leaseTime`. Default `'milliseconds'`. */
   unit?: TimeUnit;
@@ -139,7 +142,8 @@ export class RPermitExpirableSemaphore {
 
   /**
    * Like `release`, but resolves to false instead of throwing when an id is not held (Redisson's
-   * `tryRelease`); nothing is released then. Resolves to true when every permit was released.
+   * `tryRelease`); nothing is released then. Resolves to true when every permit was released. Throws
+   * `InvalidArgumentError`, `WrongTypeError`, `RedisUnavailableError`, `ClientClosedError`.
    */
   async tryRelease(ids: string | readonly string[]): Promise<boolean> {
     return (await this.releaseIds(idList(ids))).length === 0;
@@ -156,18 +160,21 @@ export class RPermitExpirableSemaphore {
     return (await this.updateIds(idList(ids), positiveLease(leaseTime, requireUnit(unit)))).length === 0;
   }
 
-  /** Free permits: the limit minus the permits held, after reclaiming expired ones (negative when the limit was lowered below them). */
+  /**
+   * Free permits: the limit minus the permits held, after reclaiming expired ones (negative when the limit
+   * was lowered below them). Throws `WrongTypeError`, `RedisUnavailableError`, `ClientClosedError`.
+   */
   async availablePermits(): Promise<number> {
     const [limit, held] = await this.counts();
     return limit - held;
   }
 
-  /** Permits held (unexpired), after reclaiming expired ones (`ZCARD`). */
+  /** Permits held (unexpired), after reclaiming expired ones (`ZCARD`). Throws as `availablePermits`. */
   async acquiredPermits(): Promise<number> {
     return (await this.counts())[1];
   }
 
-  /** The number of permits (the limit), held or free (Redisson's `getPermits`). */
+  /** The number of permits (the limit), held or free (Redisson's `getPermits`). Throws as `availablePermits`. */
   async getPermits(): Promise<number> {
     return (await this.counts())[0];
   }
@@ -182,12 +189,18 @@ export class RPermitExpirableSemaphore {
     await this.run('permits.setPermits', SET_LIMIT, [String(permitTotal(permits))]);
   }
 
-  /** Sets the number of permits if it is not set yet (Redisson's `trySetPermits`): true when set. Errors as `setPermits`. */
+  /**
+   * Sets the number of permits if it is not set yet (Redisson's `trySetPermits`): resolves to true when
+   * set, false when a number was already set. Throws as `setPermits`.
+   */
   async trySetPermits(permits: number): Promise<boolean> {
     return Number(await this.run('permits.trySetPermits', TRY_SET_LIMIT, [String(permitTotal(permits))])) === 1;
   }
 
-  /** Adds to the number of permits, or removes when negative (Redisson's `addPermits`). Errors as `setPermits`. */
+  /**
+   * Adds to the number of permits, or removes when negative (Redisson's `addPermits`), and wakes waiters.
+   * Throws `InvalidArgumentError` (not an integer) and the errors of `setPermits`.
+   */
   async addPermits(permits: number): Promise<void> {
     await this.run('permits.addPermits', ADD_LIMIT, [String(permitDelta(permits))]);
   }

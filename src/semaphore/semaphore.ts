@@ -10,7 +10,7 @@ import { ACQUIRE, ADD, DRAIN, TRY_SET } from './scripts.js';
 export interface SemaphoreAcquireOptions {
   /** Permits to take at once. Default 1. */
   permits?: number;
-  /** How long to wait: 0 for one attempt; omitted or Infinity to wait until enough permits are free. */
+  /** How long to wait: 0 for one attempt; omitted, Infinity or -1 to wait until enough permits are free. */
   waitTime?: number;
   /** Unit of `waitTime`. Default `'milliseconds'`. */
   unit?: TimeUnit;
@@ -101,12 +101,19 @@ export class RSemaphore extends CountedObject {
     await this.run('semaphore.release', ADD, [String(permitCount(permits))]);
   }
 
-  /** The number of free permits (`GET`; 0 when the semaphore does not exist, negative after `addPermits(-n)`). */
+  /**
+   * The number of free permits (`GET`; 0 when the semaphore does not exist, negative after `addPermits(-n)`).
+   * Throws `WrongTypeError`, `RedisUnavailableError`, `ClientClosedError`.
+   */
   availablePermits(): Promise<number> {
     return this.readCount('semaphore.availablePermits');
   }
 
-  /** Takes every free permit and returns how many that was (Redisson's `drainPermits`): the count becomes 0. */
+  /**
+   * Takes every free permit and returns how many that was (Redisson's `drainPermits`): the count becomes 0.
+   * Exactly once per call, across retries (request latch). Throws `WrongTypeError`,
+   * `RedisUnavailableError`, `ClientClosedError`.
+   */
   async drainPermits(): Promise<number> {
     return Number(await this.run('semaphore.drainPermits', DRAIN, []));
   }

@@ -24,9 +24,11 @@ export interface LockLostEvent {
   name: string;
   /** The Redis key that was renewed. */
   key: string;
-  /** The owner id (`clientId:contextId`) that held it. */
+  /** The owner id (`clientId:contextId`) that held it; for an expirable permit, the permit id. */
   owner: string;
+  /** Why it was lost; see `LockLostError.reason`. */
   reason: LockLostError['reason'];
+  /** The error the holder's handle signal aborted with (`signal.reason`). */
   error: LockLostError;
 }
 
