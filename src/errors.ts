@@ -7,7 +7,8 @@ export class RelockError extends Error {
   /**
    * A stable identifier, for logs and `switch` statements: `'ILLEGAL_MONITOR_STATE'`, `'LOCK_LOST'`,
    * `'LOCK_ACQUIRE_TIMEOUT'`, `'INVALID_ARGUMENT'`, `'WRONG_TYPE'`, `'CLIENT_CLOSED'`, `'REDIS_UNAVAILABLE'`,
-   * `'REDIS_COMMAND'`, `'CROSS_SLOT'`, `'NO_SYNCED_REPLICAS'`, `'PERMIT_ACQUIRE_TIMEOUT'`, `'PERMIT_NOT_HELD'`.
+   * `'REDIS_COMMAND'`, `'CROSS_SLOT'`, `'NO_SYNCED_REPLICAS'`, `'PERMIT_ACQUIRE_TIMEOUT'`, `'PERMIT_NOT_HELD'`,
+   * `'LOCK_UPGRADE'`.
    */
   readonly code: string;
   constructor(code: string, message: string, options?: { cause?: unknown }) {
@@ -218,7 +219,12 @@ export class PermitNotHeldError extends RelockError {
  * read lock inside it (a downgrade, which is allowed).
  */
 export class LockUpgradeError extends RelockError {
-  constructor(readonly lockName: string, readonly owner: string) {
+  constructor(
+    /** The name of the read-write lock. */
+    readonly lockName: string,
+    /** The owner id that holds the read lock and asked for the write lock: `clientId:contextId`. */
+    readonly owner: string,
+  ) {
     super('LOCK_UPGRADE', `cannot take the write lock of "${lockName}" as owner ${owner}: it holds the read lock, and a read → write upgrade would wait for itself forever; release the read lock first`);
   }
 }
