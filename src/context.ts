@@ -22,6 +22,8 @@ export interface LockContext {
 export interface Hold {
   count: number;
   readonly since: number;
+  /** One entry per hold, innermost last: true when the watchdog renews it, false when it has a lease. */
+  readonly renewed: boolean[];
 }
 
 const storage = new AsyncLocalStorage<LockContext>();
@@ -72,18 +74,33 @@ export function owningContext(holdKey: string, fallback: LockContext): LockConte
   return current ?? fallback;
 }
 
+/** Records one more hold, renewed by the watchdog or with a lease. Returns the hold record. */
+export function recordAcquired(ctx: LockContext, holdKey: string, renewed: boolean, now: number): Hold {
+  let hold = ctx.holds.get(holdKey);
+  if (!hold) ctx.holds.set(holdKey, (hold = { count: 0, since: now, renewed: [] }));
+  hold.count++;
+  hold.renewed.push(renewed);
+  return hold;
+}
+
 /**
- * Records one more (+1) or one fewer (-1) hold, or forgets the lock (`0`). Returns the hold as it was
- * before a release (for its start time), or the new hold after an acquisition.
+ * Whether the hold a release gives back is renewed by the watchdog: `renewed` when the caller knows (a
+ * handle), else the innermost hold's (holds are released innermost first), else true.
  */
-export function recordHold(ctx: LockContext, holdKey: string, delta: 1 | -1 | 0, now: number): Hold | undefined {
+export function releasedRenewed(ctx: LockContext, holdKey: string, renewed: boolean | undefined): boolean {
+  return renewed ?? ctx.holds.get(holdKey)?.renewed.at(-1) ?? true;
+}
+
+/**
+ * Records one hold fewer (of the kind `renewed`), or forgets the lock when `all`. Returns the record as it
+ * was (for its start time), if any.
+ */
+export function recordReleased(ctx: LockContext, holdKey: string, renewed: boolean, all = false): Hold | undefined {
   const hold = ctx.holds.get(holdKey);
-  if (delta === 1) {
-    if (hold) hold.count++;
-    else ctx.holds.set(holdKey, { count: 1, since: now });
-    return ctx.holds.get(holdKey);
-  }
-  if (hold && (delta === 0 || --hold.count <= 0)) ctx.holds.delete(holdKey);
+  if (!hold) return undefined;
+  const i = hold.renewed.lastIndexOf(renewed);
+  hold.renewed.splice(i >= 0 ? i : hold.renewed.length - 1, 1);
+  if (all || --hold.count <= 0) ctx.holds.delete(holdKey);
   return hold;
 }
 

@@ -49,12 +49,12 @@ export class LockLostError extends RelockError {
     /**
      * Why: `'expired'`, a renewal found the hold gone from Redis (it expired while this process was
      * paused, was deleted or force-unlocked, or Redis lost it in a restart or failover); `'renewal-failed'`,
-     * renewals kept failing (see `cause`) until the lease ran out; `'lease-ended'`, an explicit lease ran
-     * out (the handle's timer), or the watchdog's lease ran out before a renewal could be sent (the event
-     * loop was blocked). `'deleted'` is reserved: relock cannot tell a deleted key from an expired one and
-     * reports both as `'expired'`.
+     * renewals kept failing (see `cause`) until the lease ran out; `'renewal-late'`, the watchdog's lease
+     * ran out before a renewal could even be sent (this process was paused or its event loop blocked past
+     * the lease); `'lease-ended'`, an explicit lease ran out (the handle's own timer: no `lockLost` event
+     * for these, the lease was the caller's choice).
      */
-    readonly reason: 'expired' | 'deleted' | 'renewal-failed' | 'lease-ended',
+    readonly reason: 'expired' | 'renewal-failed' | 'renewal-late' | 'lease-ended',
     options?: { cause?: unknown },
   ) {
     super('LOCK_LOST', `lock "${lockName}" was lost (${reason})`, options);

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { Redis as IORedis } from 'ioredis';
 import { createClient as createClientV5 } from 'redis-v5';
 import { createLockClient, InvalidArgumentError, RedisUnavailableError } from '../src/index.js';
 import { activeTimers, connect, keys, numsub, sleep, uniqueName, waitUntil, type Redis } from './support/helpers.js';
@@ -22,6 +23,9 @@ describe('createLockClient', () => {
     expect(() => createLockClient({ redis: { sendCommand() {} } })).toThrow(InvalidArgumentError);
     expect(() => createLockClient({})).toThrow(/either `redis`.*or `url`/);
     expect(() => createLockClient({ url: server.url, redis })).toThrow(/not both/);
+    const ioredis = new IORedis({ lazyConnect: true });
+    expect(() => createLockClient({ redis: ioredis })).toThrow(/ioredis client.*node-redis/);
+    ioredis.disconnect();
   });
 
   it('rejects bad options with InvalidArgumentError naming the option', () => {

@@ -1,4 +1,4 @@
-import { detachedContext, outsideContexts, owningContext, recordHold, type LockContext } from '../context.js';
+import { detachedContext, outsideContexts, owningContext, recordAcquired, recordReleased, releasedRenewed, type LockContext } from '../context.js';
 import type { Core } from '../core.js';
 import { IllegalMonitorStateError, InvalidArgumentError, LockAcquireTimeoutError, LockLostError } from '../errors.js';
 import { auxName, mainKey } from '../keys.js';
@@ -191,7 +191,7 @@ export class RLock {
   async forceUnlock(): Promise<boolean> {
     this.core.checkOpen();
     this.core.watchdog.forget(this.key);
-    const deleted = await this.core.executor.run('forceUnlock', () => this.runForceUnlock(), { idempotent: true });
+    const deleted = await this.core.executor.run('forceUnlock', () => this.runForceUnlock(), { idempotent: true, expects: { key: this.key, type: 'hash' } });
     return Number(deleted) === 1;
   }
 
@@ -312,7 +312,7 @@ export class RLock {
     }
     if (!grant) return undefined;
     if (renewal) core.watchdog.confirm(renewal, grant.sentAt);
-    const hold = recordHold(ctx, this.holdKey, 1, monotonic());
+    const hold = recordAcquired(ctx, this.holdKey, leaseMs === undefined, monotonic());
     if (core.debug) core.log.debug({ lock: this.name, owner, holds: hold?.count, waitMs: Math.round(monotonic() - started), leaseMs: leaseMs ?? 'watchdog' }, 'lock acquired');
     return grant;
   }
@@ -322,11 +322,16 @@ export class RLock {
     return this.core.watchdog.reserve(LOCK_RENEWAL, this.name, this.key, owner, [this.key], [owner]);
   }
 
-  /** Releases one hold of `ctx`'s owner. */
-  protected async unlockAs(ctx: LockContext): Promise<void> {
+  /**
+   * Releases one hold of `ctx`'s owner: the innermost one, or one of the kind `renewed` (true: renewed by
+   * the watchdog, false: with a lease) when a handle knows it. Only releasing a renewed hold takes one
+   * count off the watchdog's, so releasing an inner leased hold never stops renewing an outer one.
+   */
+  protected async unlockAs(ctx: LockContext, renewed?: boolean): Promise<void> {
     const { core } = this;
     const owner = this.ownerOf(ctx);
-    core.watchdog.release(this.key, owner);
+    const kind = releasedRenewed(ctx, this.holdKey, renewed);
+    if (kind) core.watchdog.release(this.key, owner);
     core.checkOpen();
     const latch = core.latches.next(this.latchPrefix);
     let reply: unknown;
@@ -336,10 +341,10 @@ export class RLock {
       core.latches.release(latch);
     }
     if (reply === null) {
-      recordHold(ctx, this.holdKey, 0, 0);
+      recordReleased(ctx, this.holdKey, kind, true);
       throw new IllegalMonitorStateError(this.name, owner);
     }
-    const hold = recordHold(ctx, this.holdKey, -1, 0);
+    const hold = recordReleased(ctx, this.holdKey, kind);
     if (core.debug && Number(reply) === 1) {
       core.log.debug({ lock: this.name, owner, holdMs: hold ? Math.round(monotonic() - hold.since) : undefined }, 'lock released');
     }
@@ -416,7 +421,7 @@ export class RLock {
     return new LockHandle(this.name, owner, controller.signal, leaseMs, grant.token, async () => {
       if (timer) clearTimeout(timer);
       renewal?.controllers.delete(controller);
-      await this.unlockAs(ctx);
+      await this.unlockAs(ctx, leaseMs === undefined);
     });
   }
 

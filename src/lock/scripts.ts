@@ -8,19 +8,29 @@ import { Script } from '../redis/script.js';
 /**
  * The acquire script of every hash lock, with what it returns in each case: `lostReply` when a retry finds
  * that its lost attempt went through (`guard` = ARGV[3], the hold count before it: the owner's count is
- * already one more, so only the TTL is refreshed and no second hold is added), `granted` after a first or
- * reentrant acquisition (hold count + 1, TTL reset to the lease), `busy` when another owner holds it.
- * KEYS[1] = lock (more keys for variants); ARGV[1] = lease (ms), ARGV[2] = owner, ARGV[3] = guard or ''.
+ * already one more, so no second hold is added), `granted` after a first acquisition (hold count 1, TTL =
+ * the lease) or a reentrant one (hold count + 1, TTL raised to the lease if it was shorter: an inner
+ * shorter lease never cuts an outer hold short, where Redisson resets the TTL to it), `busy` when another
+ * owner holds it. KEYS[1] = lock (more keys for variants); ARGV[1] = lease (ms), ARGV[2] = owner,
+ * ARGV[3] = guard or ''.
  */
 export function acquireSource(results: { lostReply: string; granted: string; busy: string }): string {
-  return `local guard = tonumber(ARGV[3])
+  return `local function extend()
+  if redis.call('pttl', KEYS[1]) < tonumber(ARGV[1]) then redis.call('pexpire', KEYS[1], ARGV[1]) end
+end
+local guard = tonumber(ARGV[3])
 if guard ~= nil and tonumber(redis.call('hget', KEYS[1], ARGV[2]) or '0') == guard + 1 then
-  redis.call('pexpire', KEYS[1], ARGV[1])
+  extend()
   ${results.lostReply}
 end
-if redis.call('exists', KEYS[1]) == 0 or redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
-  redis.call('hincrby', KEYS[1], ARGV[2], 1)
+if redis.call('exists', KEYS[1]) == 0 then
+  redis.call('hset', KEYS[1], ARGV[2], 1)
   redis.call('pexpire', KEYS[1], ARGV[1])
+  ${results.granted}
+end
+if redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
+  redis.call('hincrby', KEYS[1], ARGV[2], 1)
+  extend()
   ${results.granted}
 end
 ${results.busy}`;
@@ -79,11 +89,16 @@ export const UNLOCK = new Script('lock.unlock', unlockSource({ released: "if ARG
 
 /**
  * Force unlock. KEYS[1] = lock. ARGV[1] = channel ('' to publish nothing), ARGV[2] = publish command.
- * Returns 1 when a lock was deleted, else 0.
+ * Returns 1 when a lock was deleted, else 0; a WRONGTYPE error when the key holds something else (it is
+ * left alone: never delete application data).
  */
 export const FORCE_UNLOCK = new Script(
   'lock.forceUnlock',
-  `if redis.call('del', KEYS[1]) == 1 then
+  `local kind = redis.call('type', KEYS[1])['ok']
+if kind ~= 'hash' and kind ~= 'none' then
+  return redis.error_reply('WRONGTYPE Operation against a key holding the wrong kind of value')
+end
+if redis.call('del', KEYS[1]) == 1 then
   if ARGV[1] ~= '' then redis.call(ARGV[2], ARGV[1], '0') end
   return 1
 end

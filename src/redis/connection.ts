@@ -76,9 +76,14 @@ export function detectTopology(client: unknown): Topology {
   if (client === null || typeof client !== 'object') {
     throw new InvalidArgumentError('redis', `expected a node-redis client (createClient, createCluster or createSentinel); got ${client === null ? 'null' : typeof client}`);
   }
+  if (typeof (client as { status?: unknown }).status === 'string' && has(client, 'evalsha') && !('isReady' in client)) {
+    throw new InvalidArgumentError('redis', 'this looks like an ioredis client; relock talks to Redis through node-redis: pass createClient(), createCluster() or createSentinel() from "redis" (v5 or v6), or give `url`');
+  }
   if (has(client, 'getSlotMaster')) return requireMethods(client, 'cluster', ['sendCommand', 'sSubscribe', 'sUnsubscribe', 'subscribe', 'unsubscribe']);
   if (has(client, 'getSentinelNode')) return requireMethods(client, 'sentinel', ['sendCommand', 'subscribe', 'unsubscribe']);
-  return requireMethods(client, 'standalone', ['sendCommand', 'duplicate', 'connect', 'subscribe', 'unsubscribe', 'on']);
+  requireMethods(client, 'standalone', ['sendCommand', 'duplicate', 'connect', 'subscribe', 'unsubscribe', 'on']);
+  if (!('isReady' in client)) throw new InvalidArgumentError('redis', 'the client has no `isReady`: pass a node-redis v5 or v6 client (createClient from "redis")');
+  return 'standalone';
 }
 
 function requireMethods(client: object, topology: Topology, methods: string[]): Topology {

@@ -216,7 +216,7 @@ export class Watchdog {
       this.retrying.delete(renewal.id);
       if (renewal.holds === 0) continue;
       if (renewal.deadline <= now) {
-        this.lose(renewal, renewal.lastError === undefined ? 'lease-ended' : 'renewal-failed', renewal.lastError);
+        this.lose(renewal, renewal.lastError === undefined ? 'renewal-late' : 'renewal-failed', renewal.lastError);
         continue;
       }
       const group = `${renewal.slot}\u0000${renewal.kind.script.sha}`;

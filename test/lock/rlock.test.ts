@@ -129,6 +129,8 @@ describe('RLock basics', () => {
     await redis.del(name);
     await redis.rPush(name, 'x');
     await expect(lock.lock()).rejects.toThrow(/holds a Redis list/);
+    await expect(lock.forceUnlock()).rejects.toBeInstanceOf(WrongTypeError);
+    expect(await redis.lLen(name)).toBe(1); // application data is never deleted
     await redis.del(name);
   });
 

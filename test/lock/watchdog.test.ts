@@ -158,3 +158,36 @@ describe('watchdog when Redis fails', () => {
     await ownRedis.close();
   });
 });
+
+describe('mixed holds of one owner', () => {
+  it('an inner shorter lease neither shortens an outer watchdog hold nor stops its renewal when released', async () => {
+    const client = lockClient(redis, { lockWatchdogTimeout: 900 });
+    const lock = client.getLock(uniqueName());
+    let lost = false;
+    client.on('lockLost', () => (lost = true));
+    const outer = await lock.acquire();
+    expect(await lock.tryLock(0, 200, 'ms')).toBe(true);
+    expect(await lock.remainTimeToLive()).toBeGreaterThan(500);
+    await lock.unlock();
+    await sleep(2500);
+    expect(lost).toBe(false);
+    expect(await lock.isHeldByCurrentContext()).toBe(true);
+    expect(await lock.getHoldCount()).toBe(1);
+    await outer.release();
+    expect(await lock.isLocked()).toBe(false);
+    expect(client.stats().watchdogHolds).toBe(0);
+  });
+
+  it('an inner longer lease raises the TTL, and a handle releases the hold it took even out of order', async () => {
+    const client = lockClient(redis, { lockWatchdogTimeout: 900 });
+    const lock = client.getLock(uniqueName());
+    const renewed = await lock.acquire();
+    const leased = await lock.acquire({ leaseTime: 5000 });
+    expect(await lock.remainTimeToLive()).toBeGreaterThan(4000);
+    await renewed.release();
+    expect(client.stats().watchdogHolds).toBe(0);
+    expect(await lock.getHoldCount()).toBe(1);
+    await leased.release();
+    expect(await lock.isLocked()).toBe(false);
+  });
+});
