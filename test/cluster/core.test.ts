@@ -4,6 +4,7 @@
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import { createLockClient, CrossSlotError, type LockClient, type LockClientOptions } from '../../src/index.js';
+import { familyCoreTests } from '../shared/family-core.js';
 import { lockCoreTests } from '../shared/lock-core.js';
 import type { Topology } from '../shared/topology.js';
 import { startCluster, type RedisClusterHandle } from '../support/cluster.js';
@@ -46,6 +47,7 @@ afterAll(async () => {
 });
 
 lockCoreTests(() => topology);
+familyCoreTests(() => topology);
 
 describe('on Redis Cluster', () => {
   it('renews holds in many slots, one script call per slot', async () => {

@@ -1,8 +1,10 @@
+/** The topology-independent core suites (test/shared/) on a standalone Redis; test/cluster/ runs them on a Cluster. */
 import { afterAll, afterEach, beforeAll } from '@jest/globals';
-import { lockCoreTests } from '../shared/lock-core.js';
-import type { Topology } from '../shared/topology.js';
-import { closeAll, connect, lockClient, numsub, type Redis } from '../support/helpers.js';
-import { startRedis, type RedisServer } from '../support/redis.js';
+import { familyCoreTests } from './shared/family-core.js';
+import { lockCoreTests } from './shared/lock-core.js';
+import type { Topology } from './shared/topology.js';
+import { closeAll, connect, lockClient, numsub, type Redis } from './support/helpers.js';
+import { startRedis, type RedisServer } from './support/redis.js';
 
 let server: RedisServer;
 let redis: Redis;
@@ -20,3 +22,4 @@ afterAll(async () => {
 });
 
 lockCoreTests(() => topology);
+familyCoreTests(() => topology);
