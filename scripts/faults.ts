@@ -74,11 +74,12 @@ try {
     else progress(`  ${result.ok ? 'ok' : 'FAILED'} in ${(result.durationMs / 1000).toFixed(1)} s${result.ok ? '' : `: ${result.violations.join('; ')}`}`);
   }
 } catch (error) {
-  console.error(error);
+  if (!interrupted) console.error(error);
   exitCode = 2;
 } finally {
   await cleanupAll();
 }
+if (interrupted) await new Promise(() => {}); // the signal handler exits once everything is stopped
 if (!values.json) printSummary(results);
 if (values.report) writeReport(values.report, results, { quick: values.quick, startedAt });
 const failed = results.filter((r) => !r.ok);

@@ -220,8 +220,8 @@ class Run {
     });
     log.write({
       ev: 'stats', t: now(), w: config.w, locks: handles.length, acquireMs: Math.round(acquiredMs), holdMs: config.holdMs, lost, renewalCalls,
-      releaseMs: Math.round(now() - releaseStarted), releaseErrors, eventLoopP50Ms: delay.percentile(50) / 1e6, eventLoopP99Ms: delay.percentile(99) / 1e6,
-      eventLoopMaxMs: delay.max / 1e6, rssMb: Math.round(Math.max(rssBefore, process.memoryUsage().rss) / 2 ** 20),
+      releaseMs: Math.round(now() - releaseStarted), releaseErrors, eventLoopP50Ms: Math.round(delay.percentile(50) / 1e5) / 10,
+      eventLoopP99Ms: Math.round(delay.percentile(99) / 1e5) / 10, eventLoopMaxMs: Math.round(delay.max / 1e5) / 10, rssMb: Math.round(Math.max(rssBefore, process.memoryUsage().rss) / 2 ** 20),
     });
     send({ type: 'released', w: config.w });
   }

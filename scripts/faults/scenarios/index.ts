@@ -3,5 +3,7 @@ import type { Scenario } from '../scenario.js';
 import { networkScenarios } from './network.js';
 import { processScenarios } from './process.js';
 import { redisScenarios } from './redis.js';
+import { scaleScenarios } from './scale.js';
+import { skippedScenarios } from './skipped.js';
 
-export const scenarios: Scenario[] = [...processScenarios, ...redisScenarios, ...networkScenarios];
+export const scenarios: Scenario[] = [...processScenarios, ...redisScenarios, ...networkScenarios, ...scaleScenarios, ...skippedScenarios];

@@ -47,14 +47,14 @@ export const networkScenarios: Scenario[] = [
     title: "the holder's connections reset, and new ones refused, for 2 leases",
     expect: 'none: renewals fail fast and are retried until the local deadline; the holder gives up before its key expires',
     setup: longSections,
-    nemesis: (ctx) => repeat(ctx, ctx.quick ? 2 : 10, (h) => netFault(ctx, h.w, { kind: 'reset' }, 2 * ctx.leaseMs)),
+    nemesis: (ctx) => repeat(ctx, ctx.quick ? 1 : 10, (h) => netFault(ctx, h.w, { kind: 'reset' }, 2 * ctx.leaseMs)),
   },
   {
     name: 'unlock-reply-lost',
     title: "the holder's unlock forwarded to Redis, its reply dropped and the connection reset (ambiguous outcome)",
     expect: 'none. The retried unlock must replay the first answer (unlock latch): no error reaches the caller',
     setup,
-    nemesis: (ctx) => repeat(ctx, ctx.quick ? 3 : 15, async (h) => {
+    nemesis: (ctx) => repeat(ctx, ctx.quick ? 2 : 15, async (h) => {
       await cut(ctx, h.w, { match: UNLOCK.sha }, 'unlock', 10_000, true);
     }, { delayMs: 0 }),
     check(history, result) {
@@ -72,7 +72,7 @@ export const networkScenarios: Scenario[] = [
     title: "a waiter's granted acquire forwarded, its reply dropped and the connection reset; the acquire retries",
     expect: 'none. The retry must recognise its own grant (hold count 1, not 2) so the release frees the lock',
     setup: () => ({ ...setup(), checkHolds: true }),
-    nemesis: (ctx) => repeat(ctx, ctx.quick ? 3 : 15, async (h) => {
+    nemesis: (ctx) => repeat(ctx, ctx.quick ? 2 : 15, async (h) => {
       const waiter = ctx.workerIds().find((w) => w !== h.w)!;
       await cut(ctx, waiter, { match: FENCED_ACQUIRE.sha, replyPrefix: GRANTED_REPLY }, 'acquire', 15_000, false);
     }, { delayMs: 0 }),
@@ -98,7 +98,7 @@ export const networkScenarios: Scenario[] = [
     title: "a waiter's granted acquire reply dropped, then its connections refused for 3 s so every retry fails (an orphan lock)",
     expect: 'none. The orphan is not renewed by anyone and must expire within one lease, after which another worker enters',
     setup,
-    nemesis: (ctx) => repeat(ctx, ctx.quick ? 2 : 10, async (h) => {
+    nemesis: (ctx) => repeat(ctx, ctx.quick ? 1 : 10, async (h) => {
       const waiter = ctx.workerIds().find((w) => w !== h.w)!;
       await cut(ctx, waiter, { match: FENCED_ACQUIRE.sha, replyPrefix: GRANTED_REPLY, refuseMs: 3000 }, 'acquire', 15_000, true);
     }, { delayMs: 0, other: true }),
