@@ -7,7 +7,6 @@ import { randomBytes } from 'node:crypto';
 import { mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { createClient } from 'redis';
-import { auxName } from '../../src/keys.js';
 import { startRedis, type RedisServer } from '../../test/support/redis.js';
 import { checkBelief } from './checkers/belief.js';
 import { Causes } from './checkers/causes.js';
@@ -67,6 +66,8 @@ class Run implements RunContext {
   private messageWaiters = new Set<() => void>();
   private nextId = 0;
   private finishing = false;
+  /** Removes this run's listeners from the worker processes (they go back to the pool). */
+  private readonly detach: Array<() => void> = [];
 
   constructor(
     readonly quick: boolean,
@@ -160,7 +161,7 @@ class Run implements RunContext {
       count: setup.count, holdMs: setup.holdMs, concurrency: setup.concurrency,
     };
     this.workers.set(w, { process, config, proxy });
-    process.on((message) => this.onMessage(w, message));
+    this.detach.push(process.on((message) => this.onMessage(w, message)));
     void process.exited.then(() => {
       if (!process.killed && !this.finishing) this.crashed.push(w);
     });
@@ -216,7 +217,6 @@ class Run implements RunContext {
     }));
     let subscribers = 0;
     await until(async () => (subscribers = await relockSubscribers(this.admin)) === 0, 2000);
-    const keys = await keyFacts(this.admin, `${this.lockKey}*`, this.leaseMs + 2000);
     this.finishing = true;
     await Promise.all(live.map(async ([w, e]) => {
       if (stuck.includes(w)) return;
@@ -231,12 +231,15 @@ class Run implements RunContext {
         stuck.push(w);
       }
     }));
+    // After shutdown (which deletes pending unlock latches): what is left must expire within a lease.
+    const keys = await keyFacts(this.admin, `${this.lockKey}*`, this.leaseMs + 2000);
     for (const w of stuck) await this.worker(w).kill();
     return { ...keys, subscribers, relockHolds, relockSubscriptions, timersLeft, transientTimers, stuckWorkers: stuck };
   }
 
   async close(): Promise<void> {
     this.finishing = true;
+    for (const off of this.detach) off();
     for (const e of this.workers.values()) {
       await e.proxy?.close();
       if (e.process.alive && (e.process.killed || e.process.paused)) await e.process.kill();
@@ -352,6 +355,3 @@ function skipped(scenario: Scenario, reason: string): ScenarioResult {
     leaks: 0, crashes: 0, acquireErrors: {}, releaseErrors: {}, extra: {}, violations: [], ok: true,
   };
 }
-
-/** The channel and fence key of the lock of a run (for scenarios that look at them). */
-export const lockKeys = (lockKey: string): { channel: string; fence: string } => ({ channel: auxName('', 'channel', lockKey), fence: auxName('', 'fence', lockKey) });

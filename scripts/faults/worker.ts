@@ -54,7 +54,7 @@ export type WorkerMessage =
   | { type: 'held'; w: string; count: number; ms: number }
   | { type: 'released'; w: string }
   | { type: 'idle'; w: string; watchdogHolds: number; subscriptions: number }
-  | { type: 'done'; w: string; timers: number; timersAtShutdown: number; resources: string[] }
+  | { type: 'done'; w: string; timers: number; timersAtShutdown: number }
   | { type: 'error'; w: string; error: string };
 
 const send = (message: WorkerMessage): void => void process.send?.(message);
@@ -127,7 +127,7 @@ class Run {
     const deadline = now() + TIMER_GRACE_MS;
     while (timers() > 0 && now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50).unref());
     if (timers() > 0 && traced.size > 0) console.error(`[${this.config.w}] timers left:\n${[...traced.values()].join('\n---\n')}`);
-    send({ type: 'done', w: this.config.w, timers: timers(), timersAtShutdown: atShutdown, resources: process.getActiveResourcesInfo() });
+    send({ type: 'done', w: this.config.w, timers: timers(), timersAtShutdown: atShutdown });
   }
 
   /** One waiter: acquire → enter → fenced enter → work → (check) → commit → exit → release, until stopped. */

@@ -12,7 +12,7 @@
  */
 import { createInterface } from 'node:readline';
 import { createClient } from 'redis';
-import { createLockClient, type LockHandle } from '../../../src/index.js';
+import { createLockClient, IllegalMonitorStateError, type LockHandle } from '../../../src/index.js';
 
 const args = JSON.parse(process.argv[2] ?? '{}') as { url: string; lockWatchdogTimeout?: number };
 const redis = createClient({ url: args.url });
@@ -57,7 +57,13 @@ for await (const line of createInterface({ input: process.stdin })) {
       const token = await lock.tryLockAndGetToken(30, command.leaseMs as number, 'ms');
       if (token === undefined) continue;
       tokens.push(token.toString());
-      if (tokens.length % (command.abandonEvery as number) !== 0) await lock.unlock();
+      // A lease this short can run out before the unlock on a loaded machine: that is one more expiry
+      // takeover, not a failure of what the test checks (the tokens).
+      if (tokens.length % (command.abandonEvery as number) !== 0) {
+        await lock.unlock().catch((error: unknown) => {
+          if (!(error instanceof IllegalMonitorStateError)) throw error;
+        });
+      }
     }
     say({ type: 'tokens', tokens });
   } else if (command.cmd === 'block') {
