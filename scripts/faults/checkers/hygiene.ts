@@ -15,8 +15,10 @@ export interface HygieneFacts {
   keysWithoutTtl: string[];
   /** Unlock latches left with a TTL (by killed workers; they expire by themselves). */
   latchesLeft: number;
-  /** Subscribers of relock channels while the workers were idle (`PUBSUB NUMSUB`). */
+  /** Subscribers of relock channels left 5 s after the workers became idle (`PUBSUB NUMSUB`). */
   subscribers: number;
+  /** How long the subscribers took to go (0 when there were none). */
+  subscriberDrainMs: number;
   /** Watchdog entries and subscriptions relock reported while idle, summed over workers. */
   relockHolds: number;
   relockSubscriptions: number;
