@@ -8,6 +8,9 @@
  * `{ cmd: 'stop' }`, `{ cmd: 'shutdown' }`, `{ cmd: 'exit' }`.
  * Worker → orchestrator: `ready`, `enter`/`exit` (when `notify`), `held`/`released` (many-locks mode),
  * `idle` (after stop: what relock still holds), `done` (after shutdown: timers left).
+ *
+ * With `FAULTS_TRACE_TIMERS=1` in the environment, a worker that has timers left after `shutdown()`
+ * prints where they were created to its stderr (the suite's `workers.stderr.log`).
  */
 import { createHook } from 'node:async_hooks';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
@@ -58,6 +61,7 @@ export type WorkerMessage =
   | { type: 'error'; w: string; error: string };
 
 const send = (message: WorkerMessage): void => void process.send?.(message);
+/** Creation stacks of live timers, when FAULTS_TRACE_TIMERS is set. */
 const traced = new Map<number, string>();
 if (process.env.FAULTS_TRACE_TIMERS) {
   createHook({
