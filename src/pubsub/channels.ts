@@ -1,5 +1,7 @@
+import pRetry from 'p-retry';
 import type { Logger } from 'pino';
-import type { Connection } from '../redis/connection.js';
+import type { Connection, MessageListener } from '../redis/connection.js';
+import { classify } from '../redis/failures.js';
 import { outsideContexts } from '../context.js';
 
 /**
@@ -132,6 +134,7 @@ export class Channel {
 export class Channels {
   private readonly channels = new Map<string, Channel>();
   private readonly closing = new Map<string, Promise<void>>();
+  private closed = false;
 
   constructor(
     private readonly connection: Connection,
@@ -187,7 +190,7 @@ export class Channels {
     if (!channel || --channel.refs > 0) return;
     this.channels.delete(name);
     const done = channel.ready
-      .then((subscribed) => (subscribed ? this.connection.unsubscribe(name, channel.listener) : undefined))
+      .then((subscribed) => (subscribed ? this.unsubscribe(name, channel.listener) : undefined))
       .catch((error: unknown) => this.log.debug({ channel: name, err: error }, 'unsubscribe failed'))
       .finally(() => {
         if (this.closing.get(name) === done) this.closing.delete(name);
@@ -196,10 +199,33 @@ export class Channels {
   }
 
   /**
+   * UNSUBSCRIBE, retried while Redis refuses it for a while (BUSY during a long script, LOADING):
+   * node-redis keeps the subscription until an UNSUBSCRIBE succeeds, and giving up would leave it on the
+   * server for the connection's lifetime. Retries (p-retry, only after a failure) stop once the client
+   * shuts down.
+   */
+  private async unsubscribe(name: string, listener: MessageListener): Promise<void> {
+    const retryable = (error: unknown): boolean => !this.closed && classify(error) === 'transient';
+    try {
+      await this.connection.unsubscribe(name, listener);
+    } catch (error) {
+      if (!retryable(error)) throw error;
+      await pRetry(() => this.connection.unsubscribe(name, listener), {
+        retries: 8,
+        minTimeout: 50,
+        maxTimeout: 1000,
+        unref: true,
+        shouldRetry: ({ error: next }) => retryable(next),
+      });
+    }
+  }
+
+  /**
    * Shutdown: wakes every waiter (their next attempt fails because the client is closed), unsubscribes
    * every channel and waits for the unsubscribes.
    */
   async close(): Promise<void> {
+    this.closed = true;
     for (const channel of this.channels.values()) {
       channel.wake(Infinity);
       channel.refs = 1;

@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import { LockLostError } from '../errors.js';
 import { outsideContexts } from '../context.js';
 import { keySlot } from '../keys.js';
-import { classify } from '../redis/failures.js';
+import { classify, ResponseTimeoutError } from '../redis/failures.js';
 import type { Executor } from '../redis/executor.js';
 import type { Script } from '../redis/script.js';
 import { monotonic } from '../time.js';
@@ -32,13 +32,25 @@ export interface LockLostEvent {
   error: LockLostError;
 }
 
+/**
+ * How much earlier than Redis the watchdog ends a lease it could not renew, in ms: 1% of the lease plus
+ * 2 ms (Redlock's clock drift factor). The client's clock and Redis's may run at slightly different rates
+ * and timers fire late, so a holder must stop believing a little before Redis can expire its key.
+ */
+export function clockDriftMs(leaseMs: number): number {
+  return leaseMs / 100 + 2;
+}
+
 /** One renewable hold: a (kind, key, owner) of this client, with its local lease deadline. */
 export class Renewal {
   /** Acquisitions confirmed by Redis and not yet released. */
   holds = 0;
   /** Acquisitions sent but not answered yet: the hold is registered before its acquire resolves. */
   pending = 0;
-  /** Monotonic time at which the lease ends unless renewed (send time of the last success + lease). */
+  /**
+   * Monotonic time at which the lease ends unless renewed: send time of the last success + lease − clock
+   * drift (`clockDriftMs`), so it ends before the TTL Redis set.
+   */
   deadline = 0;
   /** Monotonic time of the next renewal. */
   nextAt = 0;
@@ -65,9 +77,9 @@ export class Renewal {
  * lease alive. Each hold is renewed `lockWatchdogTimeout / 3` after its acquisition or last renewal, in
  * batches of at most `batchSize` holds of one kind and one cluster slot per script call; holds due
  * within a quarter interval of each other share a batch. Transient errors are retried with backoff until
- * the hold's local lease deadline (monotonic clock). A hold is lost when a renewal finds it gone or its
- * deadline passes: its signals abort and `onLost` runs. Nothing here throws out of a timer; timers are
- * unref()ed.
+ * the hold's local lease deadline (monotonic clock, ending `clockDriftMs` before Redis's TTL). A hold is
+ * lost when a renewal finds it gone or its deadline passes, also while a renewal is still waiting for its
+ * reply: its signals abort and `onLost` runs. Nothing here throws out of a timer; timers are unref()ed.
  */
 export class Watchdog {
   /** Holds waiting for their next renewal, by id, in order of `nextAt`. */
@@ -77,6 +89,7 @@ export class Watchdog {
   private timer: NodeJS.Timeout | undefined;
   private timerAt = Infinity;
   private stopped = false;
+  private readonly driftMs: number;
   /** Renewal script calls made (for diagnostics and benchmarks). */
   calls = 0;
 
@@ -88,7 +101,9 @@ export class Watchdog {
     private readonly clustered: boolean,
     private readonly log: Logger,
     private readonly onLost: (event: LockLostEvent) => void,
-  ) {}
+  ) {
+    this.driftMs = clockDriftMs(leaseMs);
+  }
 
   get intervalMs(): number {
     return this.leaseMs / 3;
@@ -119,7 +134,7 @@ export class Watchdog {
     renewal.pending--;
     if (this.all.get(renewal.id) !== renewal) return;
     renewal.holds++;
-    renewal.deadline = Math.max(renewal.deadline, sentAt + this.leaseMs);
+    renewal.deadline = Math.max(renewal.deadline, sentAt + this.leaseMs - this.driftMs);
     if (!renewal.inFlight && !this.queue.has(renewal.id) && !this.retrying.has(renewal.id)) this.schedule(renewal, sentAt + this.intervalMs);
   }
 
@@ -250,7 +265,7 @@ export class Watchdog {
     let failure: unknown;
     try {
       const timeout = Math.max(1, Math.min(this.executor.responseTimeout, earliestDeadline - sentAt));
-      results = await this.executor.attempt(kind.script.run(this.executor.connection, keys, args), timeout);
+      results = await this.within(this.executor.attempt(kind.script.run(this.executor.connection, keys, args), timeout), timeout);
     } catch (error) {
       failure = error;
     }
@@ -270,12 +285,25 @@ export class Watchdog {
       if (Array.isArray(results) && Number(results[i]) === 1) {
         renewal.failures = 0;
         renewal.lastError = undefined;
-        renewal.deadline = sentAt + this.leaseMs;
+        renewal.deadline = sentAt + this.leaseMs - this.driftMs;
         this.schedule(renewal, sentAt + this.intervalMs);
       } else {
         this.lose(renewal, 'expired');
       }
     });
+  }
+
+  /**
+   * Rejects with a `ResponseTimeoutError` after `ms` on a timer of its own: the executor's shared sweeper
+   * runs only every few tens of ms, and a renewal stuck past the hold's deadline must end it on time.
+   */
+  private within<T>(call: Promise<T>, ms: number): Promise<T> {
+    let timer: NodeJS.Timeout | undefined;
+    const expired = new Promise<never>((_, reject) => {
+      timer = outsideContexts(() => setTimeout(() => reject(new ResponseTimeoutError(ms)), ms));
+      timer.unref();
+    });
+    return Promise.race([call, expired]).finally(() => clearTimeout(timer));
   }
 
   private lose(renewal: Renewal, reason: LockLostError['reason'], cause?: unknown): void {

@@ -161,6 +161,33 @@ describe('waiting', () => {
     expect(perRelease).toBeLessThan(8);
   });
 
+  it('a waiter that leaves while Redis answers BUSY still unsubscribes once Redis is back (fault suite, redis-busy)', async () => {
+    const client = lockClient(redis);
+    const name = uniqueName();
+    const holder = client.getLock(name);
+    await holder.lock();
+    const abort = new AbortController();
+    const waiting = client.getLock(name).acquire({ signal: abort.signal }).then(() => 'acquired', () => 'aborted');
+    await waitUntil(async () => (await numsub(redis, holder.channel)) === 1, 2000, 5, 'the waiter to subscribe');
+    await redis.configSet('busy-reply-threshold', '100');
+    const busy = await connect(server.url);
+    const script = busy.sendCommand(['EVAL', 'while true do end', '0']).catch(() => undefined);
+    try {
+      await sleep(300);
+      abort.abort();
+      expect(await waiting).toBe('aborted');
+      await sleep(300); // its UNSUBSCRIBE is answered BUSY meanwhile
+    } finally {
+      await redis.sendCommand(['SCRIPT', 'KILL']).catch(() => undefined);
+      await script;
+      busy.destroy();
+      await redis.configSet('busy-reply-threshold', '5000');
+    }
+    await waitUntil(async () => (await numsub(redis, holder.channel)) === 0, 3000, 20, 'the subscription to be dropped');
+    expect(client.stats().subscriptions).toBe(0);
+    await holder.unlock();
+  });
+
   it('shutdown wakes a waiter with ClientClosedError', async () => {
     const client = lockClient(redis);
     const name = uniqueName();

@@ -138,6 +138,29 @@ describe('watchdog when Redis fails', () => {
     await own.restart();
   });
 
+  it('a holder whose renewal hangs is told before its key can expire: at its local deadline, not when the stuck call is swept (fault suite, net-blackhole)', async () => {
+    ownRedis = await connect(own.url);
+    const client = lockClient(ownRedis, { lockWatchdogTimeout: 3000 });
+    const sent = performance.now();
+    const handle = await client.getLock(uniqueName()).acquire();
+    const lost = nextLost(client);
+    own.pause();
+    try {
+      const event = await lost;
+      const toldAfter = performance.now() - sent;
+      expect(event.reason).toBe('renewal-failed');
+      expect(handle.signal.aborted).toBe(true);
+      // Redis set the key's TTL to 3000 ms when it received the acquire, after `sent`: the key cannot
+      // expire before sent + 3000 ms. The holder must stop believing before then, but not much before.
+      expect(toldAfter).toBeLessThan(3000);
+      expect(toldAfter).toBeGreaterThan(2900);
+    } finally {
+      own.resume();
+      await client.shutdown();
+      await ownRedis.close();
+    }
+  });
+
   it('after Redis restarts empty, the next renewal on the new connection reports the loss (known failure 9)', async () => {
     ownRedis = await connect(own.url);
     const client = lockClient(ownRedis, { lockWatchdogTimeout: 900 });

@@ -1,0 +1,54 @@
+/**
+ * C1 mutual exclusion and C5 occupancy: every pair of overlapping critical sections of one lock, with the
+ * overlap in milliseconds, split into expected (explained by a fault a lease cannot survive, see
+ * causes.ts) and unexpected; and the largest number of sections open at once.
+ */
+import { max, round } from '../stats.js';
+import type { Cause, Causes } from './causes.js';
+import type { Section } from './sections.js';
+
+export interface Overlap {
+  first: string;
+  second: string;
+  ms: number;
+  cause: Cause | undefined;
+}
+
+export interface ExclusionResult {
+  expectedOverlaps: number;
+  unexpectedOverlaps: number;
+  maxExpectedOverlapMs: number | null;
+  maxUnexpectedOverlapMs: number | null;
+  /** Expected overlaps by cause. */
+  causes: Partial<Record<Cause, number>>;
+  maxOccupancy: number;
+  /** The unexpected overlaps (at most 10), for the failure report. */
+  examples: Overlap[];
+}
+
+export function checkExclusion(all: readonly Section[], causes: Causes): ExclusionResult {
+  const overlaps: Overlap[] = [];
+  const open: Section[] = [];
+  let maxOccupancy = 0;
+  for (const s of all) {
+    for (let i = open.length - 1; i >= 0; i--) if (open[i]!.end <= s.start) open.splice(i, 1);
+    for (const holder of open) {
+      overlaps.push({ first: holder.sec, second: s.sec, ms: round(Math.min(holder.end, s.end) - s.start), cause: causes.explain(holder, s.start) });
+    }
+    open.push(s);
+    maxOccupancy = Math.max(maxOccupancy, open.length);
+  }
+  const expected = overlaps.filter((o) => o.cause !== undefined);
+  const unexpected = overlaps.filter((o) => o.cause === undefined);
+  const byCause: Partial<Record<Cause, number>> = {};
+  for (const o of expected) byCause[o.cause!] = (byCause[o.cause!] ?? 0) + 1;
+  return {
+    expectedOverlaps: expected.length,
+    unexpectedOverlaps: unexpected.length,
+    maxExpectedOverlapMs: max(expected.map((o) => o.ms)),
+    maxUnexpectedOverlapMs: max(unexpected.map((o) => o.ms)),
+    causes: byCause,
+    maxOccupancy,
+    examples: unexpected.slice(0, 10),
+  };
+}

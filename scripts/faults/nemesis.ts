@@ -1,0 +1,139 @@
+/**
+ * The nemesis: every fault the suite can inject, each recorded in the history with the span it covered.
+ * Processes: SIGKILL, SIGSTOP/SIGCONT, an event-loop block inside a worker. Redis: restart without
+ * persistence, SIGSTOP, a script that never ends (BUSY), `CLIENT PAUSE`, killing subscriber
+ * connections, expiring a key early. Network (through a worker's proxy): latency, blackhole, reset, a cut
+ * after a request was forwarded.
+ */
+import { setTimeout as sleep } from 'node:timers/promises';
+import { createClient } from 'redis';
+import { now, type NemesisEvent } from './history.js';
+import type { CutRule, ProxyMode } from './proxy.js';
+import type { RunContext } from './scenario.js';
+
+/** The section `w` holds now, if any (so the fault is attributed to it). */
+function heldBy(ctx: RunContext, w: string): string | undefined {
+  const holder = ctx.holder();
+  return holder?.w === w ? holder.sec : undefined;
+}
+
+/** SIGKILL worker `w`. */
+export async function killWorker(ctx: RunContext, w: string): Promise<void> {
+  const worker = ctx.worker(w);
+  const sec = heldBy(ctx, w);
+  worker.killed = true;
+  worker.child.kill('SIGKILL');
+  const t = now();
+  ctx.record({ kind: 'kill', t0: t, t1: t, w, sec });
+  await worker.exited;
+}
+
+/** SIGSTOP worker `w` for `ms`, then SIGCONT. */
+export async function pauseWorker(ctx: RunContext, w: string, ms: number): Promise<void> {
+  const worker = ctx.worker(w);
+  const sec = heldBy(ctx, w);
+  worker.signal('SIGSTOP');
+  const t0 = now();
+  await sleep(ms);
+  worker.signal('SIGCONT');
+  ctx.record({ kind: 'pause', t0, t1: now(), w, sec, detail: { ms } });
+}
+
+/**
+ * Asks worker `w` to block its event loop for `ms` in its next section, after its last lock check and
+ * before its write (recorded from the worker's log as a `block` fault).
+ */
+export function blockWorker(ctx: RunContext, w: string, ms: number): void {
+  ctx.worker(w).send({ cmd: 'block', ms });
+}
+
+/** Kills Redis (SIGKILL, no persistence) and starts it again empty on the same port after `downMs`. */
+export async function restartRedis(ctx: RunContext, downMs: number): Promise<void> {
+  const t0 = now();
+  await ctx.redis.kill();
+  if (downMs > 0) await sleep(downMs);
+  await ctx.redis.restart();
+  ctx.record({ kind: 'restart', t0, t1: now(), detail: { downMs } });
+}
+
+/** SIGSTOP redis-server for `ms`, then SIGCONT. */
+export async function pauseRedis(ctx: RunContext, ms: number): Promise<void> {
+  ctx.redis.pause();
+  const t0 = now();
+  await sleep(ms);
+  ctx.redis.resume();
+  ctx.record({ kind: 'redis-pause', t0, t1: now(), detail: { ms } });
+}
+
+/** `CLIENT PAUSE ms WRITE`: writes (and scripts) wait, keys do not expire. */
+export async function clientPause(ctx: RunContext, ms: number): Promise<void> {
+  const t0 = now();
+  await ctx.admin.sendCommand(['CLIENT', 'PAUSE', String(ms), 'WRITE']);
+  await sleep(ms);
+  ctx.record({ kind: 'client-pause', t0, t1: t0 + ms, detail: { ms } });
+}
+
+/**
+ * Runs a script that never ends from another connection for `ms` (with `busy-reply-threshold` lowered,
+ * every other command gets BUSY), then `SCRIPT KILL`.
+ */
+export async function busyScript(ctx: RunContext, ms: number): Promise<void> {
+  const client = createClient({ url: ctx.redis.url });
+  client.on('error', () => {});
+  await client.connect();
+  const t0 = now();
+  const running = client.sendCommand(['EVAL', 'while true do end', '0']).catch(() => {});
+  await sleep(ms);
+  await ctx.admin.sendCommand(['SCRIPT', 'KILL']).catch(() => {});
+  const t1 = now();
+  await running;
+  client.destroy();
+  ctx.record({ kind: 'busy', t0, t1, detail: { ms } });
+}
+
+/** `CLIENT KILL` of every subscriber connection but the orchestrator's own. Resolves with how many. */
+export async function killSubscribers(ctx: RunContext): Promise<number> {
+  const list = String(await ctx.admin.sendCommand(['CLIENT', 'LIST', 'TYPE', 'pubsub']));
+  const ids = [...list.matchAll(/^id=(\d+)/gm)].map((m) => m[1]!).filter((id) => Number(id) !== ctx.watcherId);
+  const t = now();
+  await Promise.all(ids.map((id) => ctx.admin.sendCommand(['CLIENT', 'KILL', 'ID', id]).catch(() => 0)));
+  ctx.record({ kind: 'pubsub-kill', t0: t, t1: t, detail: { connections: ids.length } });
+  return ids.length;
+}
+
+/** `PEXPIRE key 1`: the key expires at once, as after a forward jump of the server's clock. */
+export async function expireEarly(ctx: RunContext): Promise<void> {
+  const holder = ctx.holder();
+  const t = now();
+  await ctx.admin.pExpire(ctx.lockKey, 1);
+  ctx.record({ kind: 'expire', t0: t, t1: t, w: holder?.w, sec: holder?.sec });
+}
+
+/** Puts worker `w`'s proxy in `mode` for `ms`, then back to pass-through. */
+export async function netFault(ctx: RunContext, w: string, mode: Exclude<ProxyMode, { kind: 'pass' }>, ms: number): Promise<void> {
+  const sec = heldBy(ctx, w);
+  const proxy = ctx.proxy(w);
+  proxy.setMode(mode);
+  const t0 = now();
+  await sleep(ms);
+  proxy.setMode({ kind: 'pass' });
+  ctx.record({ kind: mode.kind as NemesisEvent['kind'], t0, t1: now(), w, sec, detail: { ...mode, ms } });
+}
+
+/**
+ * Arms a cut on worker `w`'s proxy and waits up to `timeoutMs` for it; resolves with the time of the cut
+ * (recorded, with `recovery`: whether the time to the next entry by another worker is measured), or
+ * undefined when no matching request came.
+ */
+export async function cut(ctx: RunContext, w: string, rule: CutRule, what: string, timeoutMs: number, recovery: boolean): Promise<number | undefined> {
+  const proxy = ctx.proxy(w);
+  const timeout = new AbortController();
+  const t = await Promise.race([proxy.armCut(rule), sleep(timeoutMs, undefined, { signal: timeout.signal }).catch(() => undefined)]);
+  timeout.abort();
+  if (t === undefined) {
+    proxy.disarm();
+    return undefined;
+  }
+  ctx.record({ kind: 'cut', t0: t, t1: t + (rule.refuseMs ?? 0), w, detail: { what, refuseMs: rule.refuseMs ?? 0 }, recovery });
+  return t;
+}

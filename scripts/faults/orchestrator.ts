@@ -1,0 +1,132 @@
+/**
+ * Runs one scenario: starts its own redis-server (keyspace notifications on, so expirations are seen),
+ * the workers (from the pool) and their proxies, lets the scenario's nemesis inject faults, stops
+ * everything cleanly, checks hygiene, reads the histories and runs the checkers.
+ */
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { startRedis } from '../../test/support/redis.js';
+import { checkBelief } from './checkers/belief.js';
+import { Causes } from './checkers/causes.js';
+import { checkExclusion } from './checkers/exclusion.js';
+import { checkFencing } from './checkers/fencing.js';
+import { leakCount, type HygieneFacts } from './checkers/hygiene.js';
+import { checkLiveness } from './checkers/liveness.js';
+import { sections } from './checkers/sections.js';
+import { checkTokens } from './checkers/tokens.js';
+import { now, readLog, type NemesisEvent, type WorkerEvent } from './history.js';
+import { readOracle } from './oracle.js';
+import { onCleanup } from './processes.js';
+import { commonViolations, type ScenarioResult } from './result.js';
+import { connect, Run, type Suite } from './run.js';
+import type { History, Scenario } from './scenario.js';
+
+/** Runs `scenario` and returns its figures. Never throws: a failure of the harness is a violation. */
+export async function runScenario(scenario: Scenario, suite: Suite): Promise<ScenarioResult> {
+  const skip = scenario.skip?.();
+  if (skip) return skipped(scenario, skip);
+  const setup = scenario.setup(suite.quick);
+  const id = `${scenario.name}-${randomBytes(3).toString('hex')}`;
+  const dir = join(suite.baseDir, scenario.name);
+  mkdirSync(dir, { recursive: true });
+  const started = now();
+  const redis = await startRedis({ controllable: true, args: ['--notify-keyspace-events', 'Ex', '--hz', '100', ...(setup.redisArgs ?? [])] });
+  const unregister = onCleanup(() => redis.stop());
+  const admin = await connect(redis.url);
+  const watcher = await connect(redis.url);
+  const run = new Run(suite.quick, id, dir, setup, redis, admin, suite);
+  run.watcherId = Number(await watcher.clientId());
+  await watcher.subscribe('__keyevent@0__:expired', (key) => run.expirations.push({ t: now(), key }));
+  let runs = 0;
+  const harness: string[] = [];
+  let hygiene: HygieneFacts | undefined;
+  try {
+    const processes = await suite.pool.take(setup.workers);
+    await Promise.all(processes.map((p) => run.start(p)));
+    const running = now();
+    suite.progress(`  ${setup.workers} worker(s) running after ${Math.round(running - started)} ms`);
+    runs = await scenario.nemesis(run);
+    const finishing = now();
+    suite.progress(`  faults done after ${Math.round(finishing - running)} ms`);
+    hygiene = await run.finish();
+    suite.progress(`  stopped and checked in ${Math.round(now() - finishing)} ms`);
+  } catch (error) {
+    harness.push(`harness: ${(error as Error).stack ?? String(error)}`);
+  } finally {
+    await run.close();
+    await watcher.close().catch(() => watcher.destroy());
+    await admin.close().catch(() => admin.destroy());
+    await redis.stop();
+    unregister();
+  }
+  const result = check(scenario, run, runs, hygiene, await readOracle(suite.oracle, id), now() - started);
+  result.violations.unshift(...harness);
+  result.ok = result.violations.length === 0;
+  if (result.ok) rmSync(dir, { recursive: true, force: true });
+  else result.extra.artifacts = dir;
+  return result;
+}
+
+function check(scenario: Scenario, run: Run, runs: number, hygiene: HygieneFacts | undefined, oracle: Awaited<ReturnType<typeof readOracle>>, durationMs: number): ScenarioResult {
+  const events = [...run.workers.values()].flatMap((e) => readLog<WorkerEvent>(e.config.logFile)).sort((a, b) => a.t - b.t);
+  const blocks: NemesisEvent[] = events.flatMap((e) => (e.ev === 'block' ? [{ kind: 'block' as const, t0: e.t0, t1: e.t, w: e.w, sec: e.sec }] : []));
+  const nemesis = [...run.nemesis, ...blocks].sort((a, b) => a.t0 - b.t0);
+  const endOfHistory = events.at(-1)?.t ?? now();
+  const all = sections(events, nemesis, endOfHistory);
+  const causes = new Causes(nemesis, events, run.leaseMs);
+  const exclusion = checkExclusion(all, causes);
+  const tokens = checkTokens(all, causes);
+  const tokenUses = new Map<number, number>();
+  for (const s of all) tokenUses.set(Number(s.tok), (tokenUses.get(Number(s.tok)) ?? 0) + 1);
+  const fencing = checkFencing(oracle.ops, oracle.counter, oracle.fencedValue, (tok) => (tokenUses.get(tok) ?? 0) > 1);
+  const count = (ev: 'acq-fail' | 'release'): Record<string, number> => {
+    const out: Record<string, number> = {};
+    for (const e of events) if (e.ev === ev && 'err' in e && e.err) out[e.err] = (out[e.err] ?? 0) + 1;
+    return out;
+  };
+  const { examples: overlapExamples, ...exclusionFigures } = exclusion;
+  const { examples: tokenExamples, ...tokenFigures } = tokens;
+  const { examples: fencingExamples, ...fencingFigures } = fencing;
+  const result: ScenarioResult = {
+    scenario: scenario.name,
+    title: scenario.title,
+    runs,
+    faultsInjected: nemesis.length,
+    sections: all.length,
+    leaseMs: run.leaseMs,
+    durationMs: Math.round(durationMs),
+    ...exclusionFigures,
+    ...tokenFigures,
+    ...fencingFigures,
+    ...checkLiveness(events, nemesis, run.leaseMs),
+    ...checkBelief(events, all, nemesis, run.expirations, run.lockKey, run.leaseMs),
+    leaks: hygiene ? leakCount(hygiene) : 0,
+    hygiene,
+    crashes: run.crashed.length,
+    acquireErrors: count('acq-fail'),
+    releaseErrors: count('release'),
+    extra: { ...run.figures },
+    violations: [],
+    ok: true,
+  };
+  const history: History = { events, nemesis, expirations: [...run.expirations], lockKey: run.lockKey, leaseMs: run.leaseMs };
+  result.violations.push(...commonViolations(result, run.leaseMs), ...(scenario.check?.(history, result) ?? []));
+  if (overlapExamples.length > 0) result.extra.unexpectedOverlapExamples = overlapExamples;
+  if (tokenExamples.length > 0) result.extra.tokenInversionExamples = tokenExamples;
+  if (fencingExamples.length > 0) result.extra.staleWriteExamples = fencingExamples;
+  return result;
+}
+
+function skipped(scenario: Scenario, reason: string): ScenarioResult {
+  return {
+    scenario: scenario.name, title: scenario.title, skipped: reason, runs: 0, faultsInjected: 0, sections: 0, leaseMs: 0, durationMs: 0,
+    expectedOverlaps: 0, unexpectedOverlaps: 0, maxExpectedOverlapMs: null, maxUnexpectedOverlapMs: null, causes: {}, maxOccupancy: 0,
+    tokenInversions: 0, unexpectedTokenInversions: 0, duplicateTokens: 0,
+    staleWritesAccepted: 0, staleWritesAcceptedTokenReuse: 0, staleWritesRejected: 0, fencedOut: 0, lostUpdates: 0, fencedLostUpdates: 0, counterSets: 0,
+    recoveryP50Ms: null, recoveryP99Ms: null, recoveryMaxMs: null, unrecovered: 0, slowRecoveries: 0,
+    handoffP50Ms: null, handoffP99Ms: null, handoffMaxMs: null, maxWaitMs: null,
+    losses: 0, lossDetectionMs: null, lossDetectionMaxMs: null, lossesWithoutExpiry: 0, resumeToLossMaxMs: null, pausedNotTold: 0,
+    leaks: 0, crashes: 0, acquireErrors: {}, releaseErrors: {}, extra: {}, violations: [], ok: true,
+  };
+}

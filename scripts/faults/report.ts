@@ -1,0 +1,83 @@
+/**
+ * The results as a console table and as the Markdown table of docs/reliability.md, which `--report FILE`
+ * rewrites between `<!-- faults:begin -->` and `<!-- faults:end -->` with the versions and the date.
+ */
+import { execFileSync } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { cpus } from 'node:os';
+import { createRequire } from 'node:module';
+import type { ScenarioResult } from './result.js';
+import { scenarios } from './scenarios/index.js';
+
+const BEGIN = '<!-- faults:begin -->';
+const END = '<!-- faults:end -->';
+
+const ms = (v: number | null): string => (v === null ? '–' : String(Math.round(v)));
+
+function overlaps(r: ScenarioResult): string {
+  const expected = r.expectedOverlaps === 0 ? '0' : `${r.expectedOverlaps} (≤ ${ms(r.maxExpectedOverlapMs)} ms: ${Object.entries(r.causes).map(([c, n]) => `${c} ${n}`).join(', ')})`;
+  return `${r.unexpectedOverlaps}${r.unexpectedOverlaps ? ` (≤ ${ms(r.maxUnexpectedOverlapMs)} ms)` : ''} / ${expected}`;
+}
+
+function row(r: ScenarioResult): string[] {
+  if (r.skipped) return [r.scenario, `skipped: ${r.skipped}`, '', '', '', '', '', '', '', ''];
+  const detection = r.losses === 0 ? '–' : `${ms(r.lossDetectionMs)} / ${ms(r.lossDetectionMaxMs)}${r.resumeToLossMaxMs !== null ? ` (resume→told ≤ ${ms(r.resumeToLossMaxMs)})` : ''}`;
+  return [
+    r.scenario,
+    String(r.runs),
+    String(r.faultsInjected),
+    String(r.sections),
+    overlaps(r),
+    `${r.staleWritesAccepted} / ${r.staleWritesRejected}`,
+    String(r.lostUpdates),
+    `${ms(r.recoveryP50Ms)} / ${ms(r.recoveryP99Ms)}`,
+    detection,
+    String(r.leaks),
+  ];
+}
+
+const HEADER = ['scenario', 'runs', 'faults', 'sections', 'overlaps unexpected / expected', 'stale writes accepted / rejected', 'lost updates', 'recovery p50 / p99 ms', 'loss detection p50 / max ms', 'leaks'];
+
+export function printSummary(results: readonly ScenarioResult[]): void {
+  const rows = [HEADER, ...results.map(row)];
+  const widths = HEADER.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
+  for (const r of rows) console.log(r.map((c, i) => c.padEnd(widths[i]!)).join('  ').trimEnd());
+}
+
+function versions(): string {
+  const require = createRequire(import.meta.url);
+  const redis = execFileSync('redis-server', ['--version']).toString().match(/v=(\S+)/)?.[1] ?? '?';
+  const nodeRedis = (require('@redis/client/package.json') as { version: string }).version;
+  const relock = (require('../../package.json') as { version: string }).version;
+  return `relock ${relock}, Node ${process.version}, node-redis ${nodeRedis}, Redis ${redis}, ${cpus().length} × ${cpus()[0]?.model.trim() ?? 'CPU'}`;
+}
+
+/** The Markdown block (table and notes) for `results`. */
+export function markdown(results: readonly ScenarioResult[], meta: { quick: boolean; startedAt: Date }): string {
+  const lines = [
+    `Run of ${meta.startedAt.toISOString().slice(0, 16).replace('T', ' ')} UTC, \`npm run faults${meta.quick ? ' -- --quick' : ''}\`, ${versions()}.`,
+    'The machine was shared with other work (2 cores): timings are upper bounds, not benchmarks.',
+    '',
+    `| ${HEADER.join(' | ')} |`,
+    `|${HEADER.map(() => '---').join('|')}|`,
+    ...results.map((r) => `| ${row(r).join(' | ')} |`),
+    '',
+    'What each scenario does and why its overlaps are (or are not) expected:',
+    '',
+    ...results.map((r) => {
+      const s = scenarios.find((x) => x.name === r.scenario);
+      const extra = Object.entries(r.extra).filter(([k]) => k !== 'artifacts').map(([k, v]) => `${k} ${typeof v === 'object' ? JSON.stringify(v) : String(v)}`);
+      return `- **${r.scenario}**: ${s?.title ?? r.title}. Expected overlaps: ${s?.expect ?? '?'}.${extra.length ? ` Figures: ${extra.join(', ')}.` : ''}${r.ok ? '' : ` **Violations: ${r.violations.join('; ')}**`}`;
+    }),
+  ];
+  return lines.join('\n');
+}
+
+/** Rewrites the block between the markers of `file` with the results. */
+export function writeReport(file: string, results: readonly ScenarioResult[], meta: { quick: boolean; startedAt: Date }): void {
+  const text = readFileSync(file, 'utf8');
+  const begin = text.indexOf(BEGIN);
+  const end = text.indexOf(END);
+  if (begin < 0 || end < begin) throw new Error(`${file} has no ${BEGIN} … ${END} block`);
+  writeFileSync(file, `${text.slice(0, begin + BEGIN.length)}\n${markdown(results, meta)}\n${text.slice(end)}`);
+}

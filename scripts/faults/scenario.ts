@@ -1,0 +1,97 @@
+/** What a scenario is made of, and what it gets to work with while it runs. */
+import type { createClient } from 'redis';
+import type { RedisServer } from '../../test/support/redis.js';
+import type { Expiration, NemesisEvent, WorkerEvent } from './history.js';
+import type { WorkerProcess } from './processes.js';
+import type { Proxy } from './proxy.js';
+import type { ScenarioResult } from './result.js';
+
+export type Redis = ReturnType<typeof createClient>;
+
+/** How a scenario's system is set up. Times in milliseconds. */
+export interface Setup {
+  /** Worker processes. */
+  workers: number;
+  /** Waiters (loops, each its own owner) per process. Default 1. */
+  waiters?: number;
+  /** `lockWatchdogTimeout` of every worker. */
+  leaseMs: number;
+  /** Time spent in the critical section (uniform in the range). Default [60, 150]. */
+  workMs?: [number, number];
+  /** Time between a release and the next acquire. Default [5, 30]. */
+  thinkMs?: [number, number];
+  /** Each worker talks to Redis through its own proxy. */
+  proxy?: boolean;
+  checkHolds?: boolean;
+  /** Extra redis-server arguments. */
+  redisArgs?: string[];
+  responseTimeoutMs?: number;
+  /** `many`: one worker holds `count` locks for `holdMs`, taking `concurrency` at a time. */
+  mode?: 'mutex' | 'many';
+  count?: number;
+  holdMs?: number;
+  concurrency?: number;
+}
+
+export interface Entry {
+  w: string;
+  sec: string;
+  t: number;
+}
+
+export interface RunContext {
+  readonly quick: boolean;
+  readonly leaseMs: number;
+  /** The lock's key (a hash) and name. */
+  readonly lockKey: string;
+  readonly redis: RedisServer;
+  /** A direct connection to the Redis under test (never through a proxy). */
+  readonly admin: Redis;
+  /** The connection receiving key expirations (not to be killed). */
+  readonly watcherId: number;
+  /** Records a fault in the history. */
+  record(event: NemesisEvent): void;
+  /** The most recent section entered and not exited (from the workers' notifications). */
+  holder(): Entry | undefined;
+  /** The next entry matching `filter`; rejects after `timeoutMs`. */
+  nextEnter(timeoutMs: number, filter?: (e: Entry) => boolean): Promise<Entry>;
+  /** The next exit of section `sec`; rejects after `timeoutMs`. */
+  nextExit(sec: string, timeoutMs: number): Promise<number>;
+  worker(w: string): WorkerProcess;
+  proxy(w: string): Proxy;
+  /** Ids of the workers alive and not killed. */
+  workerIds(): string[];
+  /** Starts one more worker (a replacement for a killed one); resolves with its id. */
+  spawn(): Promise<string>;
+  /** Messages of a `many`-mode worker. */
+  message<T extends string>(w: string, type: T, timeoutMs: number): Promise<Record<string, unknown>>;
+  /** Expirations seen so far. */
+  readonly expirations: readonly Expiration[];
+  /** Scenario-specific figures for the report (merged into `result.extra`). */
+  readonly figures: Record<string, unknown>;
+}
+
+/** Everything the checkers and a scenario's own checks get. */
+export interface History {
+  events: WorkerEvent[];
+  nemesis: NemesisEvent[];
+  expirations: Expiration[];
+  lockKey: string;
+  leaseMs: number;
+}
+
+export interface Scenario {
+  /** Short id, used in `--only` and as the JSON `scenario`. */
+  name: string;
+  /** One line for the report: the fault. */
+  title: string;
+  /** Why overlaps are (or are not) expected here, for the report. */
+  expect: string;
+  /** A reason to skip (a feature this build lacks), or undefined to run. */
+  skip?(): string | undefined;
+  setup(quick: boolean): Setup;
+  /** Injects the faults; resolves with the number of fault iterations (runs). */
+  nemesis(ctx: RunContext): Promise<number>;
+  /** Scenario-specific invariants and figures: returns violations, may add to `result.extra`. */
+  check?(history: History, result: ScenarioResult): string[];
+}

@@ -1,0 +1,56 @@
+/** Faults of Redis itself: restarted empty, stalled by a script, paused by a client, stopped, a key expired early. */
+import { busyScript, clientPause, expireEarly, pauseRedis, restartRedis } from '../nemesis.js';
+import type { Scenario, Setup } from '../scenario.js';
+import { LEASE_MS, repeat } from './common.js';
+
+/** Sections that last past the holder's next renewal, so the holder finds its key gone while inside. */
+const setup = (): Setup => ({ workers: 3, leaseMs: LEASE_MS, workMs: [500, 900] });
+/** Sections longer than a lease plus a watchdog interval: a stalled holder is still inside when its lease ends. */
+const longSections = (): Setup => ({ workers: 3, leaseMs: LEASE_MS, workMs: [1000, 1400] });
+
+export const redisScenarios: Scenario[] = [
+  {
+    name: 'redis-restart',
+    title: 'Redis killed and restarted at once without persistence while the lock is held',
+    expect: 'the holder believes until its next renewal finds the key gone (at most a watchdog interval plus the reconnect); meanwhile a waiter gets the lock from the empty server. The fence counter restarts at 1, so the new holders are fenced out by the resource until the counter catches up',
+    setup,
+    // Warm-up: the fence counter must be past the few grants a waiter gets before the holder is told,
+    // or the restarted counter hands out the holder's own token again (see staleWritesAcceptedTokenReuse).
+    nemesis: (ctx) => repeat(ctx, ctx.quick ? 2 : 10, () => restartRedis(ctx, 0), { warmup: 3 }),
+  },
+  {
+    name: 'redis-restart-delayed',
+    title: 'Redis killed, restarted empty 1.5 leases later',
+    expect: 'none: every lease ends while Redis is down, so every holder gives up before anyone can acquire (the "delayed restart" rule)',
+    setup: () => ({ ...setup(), workMs: [700, 900] }),
+    nemesis: (ctx) => repeat(ctx, ctx.quick ? 1 : 10, () => restartRedis(ctx, 1.5 * ctx.leaseMs), { warmup: 3 }),
+  },
+  {
+    name: 'redis-busy',
+    title: 'a script that never ends stalls Redis for 2 leases (BUSY replies after busy-reply-threshold 100 ms), then SCRIPT KILL',
+    expect: 'none: no key expires while the script runs, and holders give up at their local deadline; BUSY must be retried, never reported as "not held"',
+    setup: () => ({ ...longSections(), redisArgs: ['--busy-reply-threshold', '100'] }),
+    nemesis: (ctx) => repeat(ctx, ctx.quick ? 1 : 10, () => busyScript(ctx, 2 * ctx.leaseMs)),
+  },
+  {
+    name: 'redis-client-pause',
+    title: 'CLIENT PAUSE WRITE for 2 leases while the lock is held',
+    expect: 'none: keys do not expire during the pause; the holder gives up at its deadline, its queued renewal then runs late',
+    setup: longSections,
+    nemesis: (ctx) => repeat(ctx, ctx.quick ? 1 : 10, () => clientPause(ctx, 2 * ctx.leaseMs)),
+  },
+  {
+    name: 'redis-sigstop',
+    title: 'redis-server SIGSTOPped for 2 leases, then SIGCONT',
+    expect: 'none: the holder gives up at its local deadline, before Redis can expire its key and grant it again',
+    setup: longSections,
+    nemesis: (ctx) => repeat(ctx, ctx.quick ? 1 : 10, () => pauseRedis(ctx, 2 * ctx.leaseMs)),
+  },
+  {
+    name: 'key-expired-early',
+    title: 'the lock key expired early (PEXPIRE 1: a forward jump of the server clock) while held',
+    expect: 'the holder believes until its next renewal returns 0 (at most a watchdog interval); a waiter enters at once',
+    setup,
+    nemesis: (ctx) => repeat(ctx, ctx.quick ? 2 : 15, () => expireEarly(ctx), { delayMs: 10, other: true }),
+  },
+];

@@ -1,0 +1,268 @@
+/**
+ * A worker process of the fault suite (forked by the orchestrator with `--import tsx`). It uses relock
+ * through its own `LockClient` (`createLockClient({ url })`: relock's own connections, offline queue
+ * disabled), possibly through a proxy, and logs every event to its JSON-lines file (see history.ts).
+ *
+ * IPC, orchestrator → worker: `{ cmd: 'run', config }`, `{ cmd: 'block', ms }` (block the event loop
+ * in the next section, between its last lock check and its write: a GC pause in the worst place),
+ * `{ cmd: 'stop' }`, `{ cmd: 'shutdown' }`, `{ cmd: 'exit' }`.
+ * Worker → orchestrator: `ready`, `enter`/`exit` (when `notify`), `held`/`released` (many-locks mode),
+ * `idle` (after stop: what relock still holds), `done` (after shutdown: timers left).
+ *
+ * With `FAULTS_TRACE_TIMERS=1` in the environment, a worker that has timers left after `shutdown()`
+ * prints where they were created to its stderr (the suite's `workers.stderr.log`).
+ */
+import { createHook } from 'node:async_hooks';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { createLockClient, type LockClient, type LockHandle } from '../../src/index.js';
+import { LogWriter, now } from './history.js';
+import { OracleClient } from './oracle.js';
+
+/** What one run of a worker does. Times in milliseconds. */
+export interface WorkerConfig {
+  /** Worker id, unique within the run (`w1`, `w2`, …). */
+  w: string;
+  mode: 'mutex' | 'many';
+  /** The Redis under test, or the worker's proxy in front of it. */
+  url: string;
+  oracleUrl: string;
+  /** Namespace of the run's oracle keys. */
+  run: string;
+  logFile: string;
+  lockName: string;
+  /** `lockWatchdogTimeout`. */
+  leaseMs: number;
+  responseTimeoutMs?: number;
+  /** Mutex mode: concurrent loops (waiters) in this process, each with its own owner. */
+  waiters: number;
+  workMs: [number, number];
+  thinkMs: [number, number];
+  /** Send `enter`/`exit` messages (the nemesis targets the holder). */
+  notify: boolean;
+  /** Read the hold count back after each enter. */
+  checkHolds: boolean;
+  /** Many-locks mode: how many locks, held how long, acquired how many at a time. */
+  count?: number;
+  holdMs?: number;
+  concurrency?: number;
+}
+
+export type WorkerCommand = { cmd: 'run'; config: WorkerConfig } | { cmd: 'block'; ms: number } | { cmd: 'stop' } | { cmd: 'shutdown' } | { cmd: 'exit' };
+
+export type WorkerMessage =
+  | { type: 'ready'; pid: number }
+  | { type: 'running'; w: string }
+  | { type: 'enter' | 'exit'; w: string; sec: string; t: number }
+  | { type: 'held'; w: string; count: number; ms: number }
+  | { type: 'released'; w: string }
+  | { type: 'idle'; w: string; watchdogHolds: number; subscriptions: number }
+  | { type: 'done'; w: string; timers: number; timersAtShutdown: number }
+  | { type: 'error'; w: string; error: string };
+
+const send = (message: WorkerMessage): void => void process.send?.(message);
+/** Creation stacks of live timers, when FAULTS_TRACE_TIMERS is set. */
+const traced = new Map<number, string>();
+if (process.env.FAULTS_TRACE_TIMERS) {
+  createHook({
+    init(id, type) {
+      if (type === 'Timeout') traced.set(id, new Error().stack!.split('\n').slice(4, 14).join('\n'));
+    },
+    destroy: (id) => void traced.delete(id),
+  }).enable();
+}
+const between = ([a, b]: [number, number]): number => a + Math.random() * (b - a);
+/** How long a timer may outlive `shutdown()` before it counts as left behind (node-redis's largest reconnect backoff + jitter). */
+const TIMER_GRACE_MS = 2500;
+const timers = (): number => process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length;
+
+class Run {
+  readonly log: LogWriter;
+  readonly client: LockClient;
+  private readonly stopping = new AbortController();
+  private running = true;
+  private blockMs = 0;
+  /** Owner id → section, for naming the section of a `lockLost` event. */
+  private readonly sections = new Map<string, string>();
+  private readonly stallTimer: NodeJS.Timeout;
+  private loops: Promise<void> = Promise.resolve();
+
+  constructor(readonly config: WorkerConfig, private readonly oracle: OracleClient | undefined) {
+    this.log = new LogWriter(config.logFile);
+    this.log.write({ ev: 'start', t: now(), w: config.w, pid: process.pid });
+    this.client = createLockClient({ url: config.url, lockWatchdogTimeout: config.leaseMs, responseTimeout: config.responseTimeoutMs });
+    this.client.on('lockLost', (e) => this.log.write({ ev: 'lost', t: now(), w: config.w, sec: this.sections.get(e.owner), key: e.key, reason: e.reason }));
+    let last = now();
+    this.stallTimer = setInterval(() => {
+      const t = now();
+      if (t - last > 60) this.log.write({ ev: 'stall', t, w: config.w, lagMs: Math.round(t - last - 10) });
+      last = t;
+    }, 10);
+  }
+
+  start(): void {
+    const { config } = this;
+    if (config.mode === 'many') this.loops = this.many();
+    else this.loops = Promise.all(Array.from({ length: config.waiters }, (_, i) => this.mutex(i))).then(() => {});
+  }
+
+  block(ms: number): void {
+    this.blockMs = ms;
+  }
+
+  /** Stops the loops (waiting acquisitions are aborted, sections in progress finish). */
+  async stop(): Promise<void> {
+    this.running = false;
+    this.stopping.abort(new Error('stopping'));
+    await this.loops;
+    const stats = this.client.stats();
+    send({ type: 'idle', w: this.config.w, watchdogHolds: stats.watchdogHolds, subscriptions: stats.subscriptions });
+  }
+
+  async shutdown(): Promise<void> {
+    clearInterval(this.stallTimer);
+    await this.client.shutdown();
+    await this.oracle?.close();
+    this.log.close();
+    await new Promise((resolve) => setImmediate(resolve));
+    // A node-redis client destroyed while it waits to reconnect keeps its backoff timer (up to 2.2 s):
+    // such timers are transient; only those still there after that are left behind.
+    const atShutdown = timers();
+    const deadline = now() + TIMER_GRACE_MS;
+    while (timers() > 0 && now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50).unref());
+    if (timers() > 0 && traced.size > 0) console.error(`[${this.config.w}] timers left:\n${[...traced.values()].join('\n---\n')}`);
+    send({ type: 'done', w: this.config.w, timers: timers(), timersAtShutdown: atShutdown });
+  }
+
+  /** One waiter: acquire → enter → fenced enter → work → (check) → commit → exit → release, until stopped. */
+  private async mutex(index: number): Promise<void> {
+    const { config, log, oracle } = this;
+    const w = config.w;
+    for (let n = 0; this.running; n++) {
+      const sec = `${w}.${index}.${n}`;
+      const started = now();
+      log.write({ ev: 'acquire', t: started, w, sec });
+      const lock = this.client.getFencedLock(config.lockName);
+      let handle: LockHandle;
+      try {
+        handle = await lock.acquire({ signal: this.stopping.signal });
+      } catch (error) {
+        if (!this.running) break;
+        log.write({ ev: 'acq-fail', t: now(), w, sec, err: (error as Error).name, msg: (error as Error).message });
+        await sleep(between(config.thinkMs));
+        continue;
+      }
+      const token = handle.token!.toString();
+      const entered = now();
+      log.write({ ev: 'enter', t: entered, w, sec, tok: token, waitMs: Math.round(entered - started) });
+      this.sections.set(handle.owner, sec);
+      if (config.notify) send({ type: 'enter', w, sec, t: entered });
+      let reason: 'done' | 'lost' | 'error' = 'done';
+      let message: string | undefined;
+      try {
+        if (config.checkHolds) log.write({ ev: 'holds', t: now(), w, sec, holds: await lock.getHoldCount() });
+        const state = await oracle!.enter(sec, token);
+        log.write({ ev: 'begin', t: now(), w, sec, ok: state.ok });
+        await sleep(between(config.workMs), undefined, { signal: handle.signal }).catch(() => {});
+        if (handle.signal.aborted) {
+          reason = 'lost';
+        } else {
+          if (this.blockMs > 0) this.blockNow(sec);
+          const t0 = now();
+          const ok = await oracle!.commit(sec, token, state);
+          log.write({ ev: 'commit', t: now(), w, sec, ok, t0 });
+        }
+      } catch (error) {
+        reason = 'error';
+        message = (error as Error).message;
+      }
+      log.write({ ev: 'exit', t: now(), w, sec, reason, msg: message });
+      if (config.notify) send({ type: 'exit', w, sec, t: now() });
+      try {
+        await handle.release();
+        log.write({ ev: 'release', t: now(), w, sec, ok: true });
+      } catch (error) {
+        log.write({ ev: 'release', t: now(), w, sec, ok: false, err: (error as Error).name, msg: (error as Error).message });
+      }
+      this.sections.delete(handle.owner);
+      if (this.running) await sleep(between(config.thinkMs));
+    }
+  }
+
+  /** The event loop blocked as by a long GC pause. */
+  private blockNow(sec: string): void {
+    const t0 = now();
+    const until = t0 + this.blockMs;
+    this.blockMs = 0;
+    while (now() < until);
+    this.log.write({ ev: 'block', t: now(), w: this.config.w, sec, t0 });
+  }
+
+  /** Many-locks mode: acquire `count` locks, hold them `holdMs` while the watchdog renews them, release. */
+  private async many(): Promise<void> {
+    const { config, log } = this;
+    const count = config.count!;
+    const handles: LockHandle[] = [];
+    const started = now();
+    await pool(count, config.concurrency!, async (i) => {
+      handles.push(await this.client.getLock(`${config.lockName}:${i}`).acquire({ waitTime: 10_000 }));
+    });
+    const acquiredMs = now() - started;
+    send({ type: 'held', w: config.w, count: handles.length, ms: Math.round(acquiredMs) });
+    const calls = this.client.stats().renewalCalls;
+    const delay = monitorEventLoopDelay({ resolution: 10 });
+    delay.enable();
+    const rssBefore = process.memoryUsage().rss;
+    await sleep(config.holdMs!, undefined, { signal: this.stopping.signal }).catch(() => {});
+    delay.disable();
+    const lost = handles.filter((h) => h.signal.aborted).length;
+    const renewalCalls = this.client.stats().renewalCalls - calls;
+    const releaseStarted = now();
+    let releaseErrors = 0;
+    await pool(handles.length, config.concurrency!, async (i) => {
+      await handles[i]!.release().catch(() => releaseErrors++);
+    });
+    log.write({
+      ev: 'stats', t: now(), w: config.w, locks: handles.length, acquireMs: Math.round(acquiredMs), holdMs: config.holdMs, lost, renewalCalls,
+      releaseMs: Math.round(now() - releaseStarted), releaseErrors, eventLoopP50Ms: Math.round(delay.percentile(50) / 1e5) / 10,
+      eventLoopP99Ms: Math.round(delay.percentile(99) / 1e5) / 10, eventLoopMaxMs: Math.round(delay.max / 1e5) / 10, rssMb: Math.round(Math.max(rssBefore, process.memoryUsage().rss) / 2 ** 20),
+    });
+    send({ type: 'released', w: config.w });
+  }
+}
+
+/** Runs `task(0..n-1)` with at most `concurrency` at a time. */
+async function pool(n: number, concurrency: number, task: (i: number) => Promise<void>): Promise<void> {
+  let next = 0;
+  await Promise.all(Array.from({ length: Math.min(n, concurrency) }, async () => {
+    while (next < n) await task(next++);
+  }));
+}
+
+let current: Run | undefined;
+const fail = (error: unknown): void => send({ type: 'error', w: current?.config.w ?? '?', error: String((error as Error)?.stack ?? error) });
+
+process.on('message', (message: WorkerCommand) => {
+  switch (message.cmd) {
+    case 'run':
+      OracleClient.open(message.config.oracleUrl, message.config.run).then((oracle) => {
+        current = new Run(message.config, oracle);
+        current.start();
+        send({ type: 'running', w: message.config.w });
+      }, fail);
+      break;
+    case 'block':
+      current?.block(message.ms);
+      break;
+    case 'stop':
+      current?.stop().catch(fail);
+      break;
+    case 'shutdown':
+      current?.shutdown().then(() => (current = undefined), fail);
+      break;
+    case 'exit':
+      process.exit(0);
+  }
+});
+process.on('disconnect', () => process.exit(0));
+send({ type: 'ready', pid: process.pid });
