@@ -1,7 +1,7 @@
 import { CountedObject } from '../counted.js';
 import type { Core } from '../core.js';
 import { InvalidArgumentError } from '../errors.js';
-import type { WakeRule } from '../pubsub/channels.js';
+import { RECONNECTED, type WakeRule } from '../pubsub/channels.js';
 import { waitFor, type Attempt } from '../pubsub/wait.js';
 import { waitMillis, type TimeUnit } from '../time.js';
 import { COUNT_DOWN, TRY_SET_COUNT } from './scripts.js';
@@ -17,7 +17,7 @@ export interface LatchAwaitOptions {
 }
 
 /** The message `0` (the count reached zero) wakes every local awaiter; nothing else wakes anyone. */
-const WAKE_ALL_AT_ZERO: WakeRule = (message) => (message === '0' ? Infinity : 0);
+const WAKE_ALL_AT_ZERO: WakeRule = (message) => (message === '0' || message === RECONNECTED ? Infinity : 0);
 
 /**
  * A count-down latch with Redisson's `RCountDownLatch` semantics: set a count once, count it down from

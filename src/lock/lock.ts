@@ -5,7 +5,7 @@ import { auxName, mainKey } from '../keys.js';
 import type { WakeRule } from '../pubsub/channels.js';
 import { waitFor, type Attempt } from '../pubsub/wait.js';
 import { leaseMillis, monotonic, waitMillis, type TimeUnit } from '../time.js';
-import type { Renewal, RenewalKind } from '../watchdog/watchdog.js';
+import { clockDriftMs, type Renewal, type RenewalKind } from '../watchdog/watchdog.js';
 import { LockHandle } from './handle.js';
 import { ACQUIRE, FORCE_UNLOCK, RENEW, UNLOCK } from './scripts.js';
 
@@ -414,7 +414,8 @@ export class RLock {
     renewal?.controllers.add(controller);
     if (leaseMs !== undefined) {
       timer = outsideContexts(() =>
-        setTimeout(() => controller.abort(new LockLostError(this.name, 'lease-ended')), Math.max(0, grant.sentAt + leaseMs - monotonic())),
+        // Ends a little before Redis can expire the key (clock drift and late timers), as the watchdog does.
+        setTimeout(() => controller.abort(new LockLostError(this.name, 'lease-ended')), Math.max(0, grant.sentAt + leaseMs - clockDriftMs(leaseMs) - monotonic())),
       );
       timer.unref();
     }

@@ -6,7 +6,7 @@ import { waitFor, type Attempt } from '../pubsub/wait.js';
 import { runObjectScript, type ObjectRunOptions, type ObjectScript } from '../redis/object-script.js';
 import { acquireOutcome, permitCount, permitDelta, permitTotal, requireUnit, tookPermits, WAKE_BY_PERMITS } from '../semaphore/permits.js';
 import { leaseMillis, monotonic, waitMillis, type TimeUnit } from '../time.js';
-import type { RenewalKind } from '../watchdog/watchdog.js';
+import { clockDriftMs, type RenewalKind } from '../watchdog/watchdog.js';
 import { PermitHandle } from './handle.js';
 import { ACQUIRE, ADD_LIMIT, COUNTS, RELEASE, RENEW, SET_LIMIT, TRY_SET_LIMIT, UPDATE_LEASE } from './scripts.js';
 
@@ -313,7 +313,7 @@ export class RPermitExpirableSemaphore {
     let timer: NodeJS.Timeout | undefined;
     const armLease = (from: number, lease: number): void => {
       if (timer) clearTimeout(timer);
-      timer = outsideContexts(() => setTimeout(() => controller.abort(new LockLostError(this.name, 'lease-ended')), Math.max(0, from + lease - monotonic())));
+      timer = outsideContexts(() => setTimeout(() => controller.abort(new LockLostError(this.name, 'lease-ended')), Math.max(0, from + lease - clockDriftMs(lease) - monotonic())));
       timer.unref();
     };
     if (leaseMs === undefined) {

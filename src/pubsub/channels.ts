@@ -23,6 +23,13 @@ export interface Place {
   readonly need: number;
 }
 
+/**
+ * The pseudo-message a channel's `WakeRule` is asked about after the subscriber reconnected (messages may
+ * have been lost): a rule that wakes everyone at some message (a latch) should wake everyone for it too;
+ * other rules answer 0 and the first waiter in line is woken, as by one release.
+ */
+export const RECONNECTED = '\u0000reconnected';
+
 /** Why a parked waiter resumed. */
 export type Wakeup = 'message' | 'timeout';
 
@@ -55,6 +62,15 @@ export class Channel {
   readonly listener = (message: string): void => this.wake(this.rule(message));
 
   constructor(readonly name: string, private readonly rule: WakeRule) {}
+
+  /**
+   * After a reconnect: wakes the waiters one release would (the first in line), or everyone when the
+   * rule says so for `RECONNECTED`, instead of a herd of every waiter at once.
+   */
+  wakeAfterReconnect(): void {
+    const budget = this.rule(RECONNECTED);
+    this.wake(budget > 0 ? budget : (this.parked[0]?.place.need ?? 1));
+  }
 
   /** A new place at the end of the queue, for a waiter that needs `need` of a wake-up budget. */
   place(need = 1): Place {
@@ -141,8 +157,8 @@ export class Channels {
     private readonly log: Logger,
   ) {
     connection.onReconnected(() => {
-      this.log.debug({ channels: this.channels.size }, 'subscriber reconnected; waking all waiters');
-      for (const channel of this.channels.values()) channel.wake(Infinity);
+      this.log.debug({ channels: this.channels.size }, 'reconnected: waking the first waiter of every channel');
+      for (const channel of this.channels.values()) channel.wakeAfterReconnect();
     });
   }
 

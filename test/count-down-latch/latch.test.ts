@@ -141,3 +141,18 @@ describe('RCountDownLatch', () => {
     await expect(other.getCountDownLatch(name).await(1, 's')).rejects.toThrow(/holds a Redis list/);
   });
 });
+
+describe('latch after a reconnect', () => {
+  it('every awaiter wakes when the zero message was lost while the subscriber was away', async () => {
+    const client = lockClient(redis);
+    const latch = client.getCountDownLatch(uniqueName());
+    await latch.trySetCount(1);
+    const awaiters = Array.from({ length: 5 }, () => client.getCountDownLatch(latch.name).await(20, 'seconds'));
+    await subscribers(redis, latch.channel, 1);
+    await redis.del(latch.key); // the count reaches zero without a message
+    const started = performance.now();
+    await redis.sendCommand(['CLIENT', 'KILL', 'TYPE', 'pubsub']);
+    expect(await Promise.all(awaiters)).toEqual([true, true, true, true, true]);
+    expect(performance.now() - started).toBeLessThan(3000);
+  });
+});

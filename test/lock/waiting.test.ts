@@ -68,6 +68,26 @@ describe('waiting', () => {
     expect(performance.now() - started).toBeLessThan(3000);
   });
 
+  it('after the subscriber reconnects, the first waiter in line retries, not a herd of every waiter', async () => {
+    const client = lockClient(redis);
+    const name = uniqueName();
+    const holder = client.getLock(name);
+    await holder.lock();
+    const waiters = Array.from({ length: 50 }, () => client.getLock(name).tryLock(30, 'seconds'));
+    await waitUntil(async () => (await numsub(redis, holder.channel)) === 1, 5000, 5, 'the waiters to subscribe');
+    await sleep(100);
+    const before = await commandCalls(redis, 'evalsha');
+    await redis.sendCommand(['CLIENT', 'KILL', 'TYPE', 'pubsub']);
+    await waitUntil(async () => (await numsub(redis, holder.channel)) === 1, 5000, 5, 'the resubscription');
+    await sleep(200);
+    expect((await commandCalls(redis, 'evalsha')) - before).toBeLessThanOrEqual(5);
+    await holder.unlock();
+    for (const waiting of waiters) {
+      expect(await waiting).toBe(true);
+      await client.getLock(name).forceUnlock();
+    }
+  });
+
   it('an unlock published between a failed attempt and the subscription still wakes the waiter (known failure 15)', async () => {
     const holderClient = lockClient(redis);
     const waiterClient = lockClient(redis);
