@@ -18,6 +18,9 @@ export interface RenewalKind {
   readonly argsPerHold: number;
 }
 
+/** Renewal calls the watchdog sends per event-loop turn before it yields (2,000 holds in batches of 100). */
+const DISPATCH_SLICE = 20;
+
 /** Details of a lost hold, as given to the `lockLost` event. */
 export interface LockLostEvent {
   /** The object's name as given to `getLock()` (and the other factories). */
@@ -59,6 +62,8 @@ export class Renewal {
   lastError: unknown = undefined;
   /** Aborted (with a `LockLostError`) when the hold is lost. */
   readonly controllers = new Set<AbortController>();
+  /** Holds of one group (kind and cluster slot) can share a renewal call. */
+  readonly group: string;
 
   constructor(
     readonly id: string,
@@ -69,7 +74,9 @@ export class Renewal {
     readonly keys: readonly string[],
     readonly args: readonly string[],
     readonly slot: number,
-  ) {}
+  ) {
+    this.group = `${slot}\u0000${kind.script.sha}`;
+  }
 }
 
 /**
@@ -213,14 +220,20 @@ export class Watchdog {
     this.timer.unref();
   }
 
+  /**
+   * Renews the holds that are due (or due within a quarter interval, so they share calls), at most
+   * `DISPATCH_SLICE` calls' worth per event-loop turn: with 100,000 holds the rest follows on the next
+   * turns instead of blocking the application while every call is built.
+   */
   private tick(): void {
     this.timer = undefined;
     this.timerAt = Infinity;
     const now = monotonic();
     const horizon = now + this.intervalMs / 4;
+    const limit = DISPATCH_SLICE * this.batchSize;
     const due: Renewal[] = [];
     for (const renewal of this.queue.values()) {
-      if (renewal.nextAt > horizon) break;
+      if (renewal.nextAt > horizon || due.length >= limit) break;
       due.push(renewal);
     }
     for (const renewal of this.retrying.values()) if (renewal.nextAt <= now) due.push(renewal);
@@ -234,10 +247,9 @@ export class Watchdog {
         this.lose(renewal, renewal.lastError === undefined ? 'renewal-late' : 'renewal-failed', renewal.lastError);
         continue;
       }
-      const group = `${renewal.slot}\u0000${renewal.kind.script.sha}`;
-      const batch = batches.get(group);
+      const batch = batches.get(renewal.group);
       if (batch) batch.push(renewal);
-      else batches.set(group, [renewal]);
+      else batches.set(renewal.group, [renewal]);
     }
     for (const batch of batches.values()) {
       for (let i = 0; i < batch.length; i += this.batchSize) void this.renew(batch.slice(i, i + this.batchSize));
@@ -271,6 +283,9 @@ export class Watchdog {
     }
     if (this.stopped) return;
     const now = monotonic();
+    if (failure !== undefined) {
+      this.log.warn({ holds: batch.length, first: batch[0]!.name, err: failure, kind: classify(failure) }, 'lock renewal failed; retrying');
+    }
     batch.forEach((renewal, i) => {
       renewal.inFlight = false;
       if (this.all.get(renewal.id) !== renewal || renewal.holds === 0) return;
@@ -278,7 +293,6 @@ export class Watchdog {
         renewal.failures++;
         renewal.lastError = failure;
         const backoff = Math.min(this.intervalMs, 50 * 2 ** renewal.failures);
-        this.log.warn({ lock: renewal.name, err: failure, failures: renewal.failures, kind: classify(failure) }, 'lock renewal failed; retrying');
         this.schedule(renewal, Math.min(now + backoff, renewal.deadline), true);
         return;
       }
