@@ -62,6 +62,8 @@ class Watch {
   private polling = false;
   private events = 0;
   private failing = false;
+  /** The type found by an earlier read, kept when the object's keys go (a released lock is still a lock). */
+  private seen: ObjectType | undefined;
   private stop: () => void = () => {};
 
   constructor(
@@ -114,8 +116,9 @@ class Watch {
 
   private async refresh(trigger: Trigger | undefined): Promise<void> {
     const { connection } = this.target;
-    const { state, subs, detection } = await inspectObject(connection, this.keys, DEFAULT_LIMIT, forcedType(this.options.type), this.own);
+    const { state, subs, detection } = await inspectObject(connection, this.keys, DEFAULT_LIMIT, forcedType(this.options.type) ?? this.seen, this.own);
     const type = detection.found === 'object' ? detection.type : null;
+    if (type !== null && type !== 'semaphore-or-latch') this.seen = type;
     const description = type === null ? undefined : await describe(connection, state, type, subs);
     await this.subscribe(watchedChannels(state));
     const current = tally(description);
