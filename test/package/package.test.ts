@@ -7,7 +7,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { execFile } from 'node:child_process';
-import { copyFileSync, mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -113,6 +113,15 @@ describe('the built package', () => {
     expect(result.version).toBe((createRequire(import.meta.url)('../../package.json') as { version: string }).version);
     expect(result.exports).toEqual(Object.keys(sources).sort());
     expectLockScenario(result);
+  }, 90_000);
+
+  it('runs the relock command with npx through its bin entry', async () => {
+    // What npm install does with `bin`: a link in node_modules/.bin.
+    const { bin } = JSON.parse(readFileSync(installedFile('package.json'), 'utf8')) as { bin: { relock: string } };
+    mkdirSync(join(scratch, 'node_modules', '.bin'), { recursive: true });
+    symlinkSync(join('..', 'relock', bin.relock), join(scratch, 'node_modules', '.bin', 'relock'));
+    const { stdout } = await run('npx', ['--no', '--', 'relock', 'inspect', busyName, '--json', '--url', server.url], { cwd: scratch, timeout: 60_000 });
+    expect(JSON.parse(stdout)).toMatchObject({ name: busyName, type: 'lock', holders: [{ owner: busy.owner, holds: 1 }] });
   }, 90_000);
 
   it('type-checks a consumer under moduleResolution node16, ESM and CommonJS files against their own declarations', async () => {
