@@ -3,23 +3,17 @@
  * the detected type, so that waiters (in other processes' clients) are woken by pub/sub at once, and it
  * never acts without confirmation.
  */
-import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
+import { beforeAll, describe, expect, it } from '@jest/globals';
 import { runInContext, type LockHandle } from '../../src/index.js';
-import { json, runCli, runCliInTerminal, type CliResult } from '../support/cli.js';
-import { closeAll, connect, lockClient, numsub, uniqueName, waitUntil, type Redis } from '../support/helpers.js';
-import { startRedis, type RedisServer } from '../support/redis.js';
+import { json, runCli, runCliInTerminal, useCliHarness, type CliResult } from '../support/cli.js';
+import { lockClient, numsub, uniqueName, waitUntil, type Redis } from '../support/helpers.js';
+import type { RedisServer } from '../support/redis.js';
 
+const harness = useCliHarness();
 let server: RedisServer;
 let redis: Redis;
-
-beforeAll(async () => {
-  server = await startRedis();
-  redis = await connect(server.url);
-});
-afterEach(() => closeAll());
-afterAll(async () => {
-  await redis?.close();
-  await server?.stop();
+beforeAll(() => {
+  ({ server, redis } = harness);
 });
 
 /**

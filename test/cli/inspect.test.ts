@@ -2,23 +2,17 @@
  * `relock inspect` run as a child process (the sources through tsx) against a real Redis: every object
  * type is detected from its keys and shown with its holders, counts, TTLs, leases and deadlines.
  */
-import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
+import { beforeAll, describe, expect, it } from '@jest/globals';
 import { runInContext } from '../../src/index.js';
-import { json, runCli } from '../support/cli.js';
-import { closeAll, connect, lockClient, numsub, uniqueName, waitUntil, type Redis } from '../support/helpers.js';
-import { freePort, startRedis, type RedisServer } from '../support/redis.js';
+import { json, runCli, useCliHarness } from '../support/cli.js';
+import { lockClient, numsub, uniqueName, waitUntil, type Redis } from '../support/helpers.js';
+import { freePort, type RedisServer } from '../support/redis.js';
 
+const harness = useCliHarness();
 let server: RedisServer;
 let redis: Redis;
-
-beforeAll(async () => {
-  server = await startRedis();
-  redis = await connect(server.url);
-});
-afterEach(() => closeAll());
-afterAll(async () => {
-  await redis?.close();
-  await server?.stop();
+beforeAll(() => {
+  ({ server, redis } = harness);
 });
 
 /** `relock inspect <name> --json` against the test's Redis; the exit code must be 0. */

@@ -2,33 +2,19 @@
  * `relock watch` against a real Redis: acquisitions are seen by reading the object (relock publishes
  * nothing when a lock is taken), releases through the object's channel, one JSON line per event.
  */
-import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
-import { startCli } from '../support/cli.js';
-import { closeAll, connect, lockClient, numsub, uniqueName, waitUntil, type JsonLinesProcess, type Redis } from '../support/helpers.js';
-import { startRedis, type RedisServer } from '../support/redis.js';
+import { beforeAll, describe, expect, it } from '@jest/globals';
+import { useCliHarness } from '../support/cli.js';
+import { lockClient, numsub, uniqueName, waitUntil, type JsonLinesProcess, type Redis } from '../support/helpers.js';
+import type { RedisServer } from '../support/redis.js';
 
+const harness = useCliHarness();
 let server: RedisServer;
 let redis: Redis;
-const watchers: JsonLinesProcess[] = [];
-
-beforeAll(async () => {
-  server = await startRedis();
-  redis = await connect(server.url);
-});
-afterEach(async () => {
-  await Promise.all(watchers.splice(0).map((w) => w.stop()));
-  await closeAll();
-});
-afterAll(async () => {
-  await redis?.close();
-  await server?.stop();
+beforeAll(() => {
+  ({ server, redis } = harness);
 });
 
-function watch(name: string, ...extra: string[]): JsonLinesProcess {
-  const watcher = startCli(['watch', name, '--json', '--url', server.url, ...extra]);
-  watchers.push(watcher);
-  return watcher;
-}
+const watch = (name: string, ...extra: string[]): JsonLinesProcess => harness.start(['watch', name, '--json', '--url', server.url, ...extra]);
 
 const event = (watcher: JsonLinesProcess, name: string): Promise<Record<string, any>> => watcher.nextWhere((line) => line.event === name, `a "${name}" event`);
 

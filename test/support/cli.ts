@@ -3,10 +3,12 @@
  * other entry point (`dist`, the packed package). `REDIS_URL` is removed from the child's environment
  * unless a test sets it, so that every run names its Redis explicitly.
  */
+import { afterAll, afterEach, beforeAll } from '@jest/globals';
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
-import { JsonLinesProcess } from './helpers.js';
 import { root } from './build.js';
+import { closeAll, connect, JsonLinesProcess, type Redis } from './helpers.js';
+import { startRedis, type RedisServer } from './redis.js';
 
 /** `node` arguments that run the CLI from its TypeScript sources. */
 export const SOURCE_ENTRY = ['--import', 'tsx', join(root, 'src', 'cli', 'main.ts')];
@@ -82,4 +84,45 @@ export function json<T = Record<string, unknown>>(result: CliResult): T {
 /** Starts `relock <args>` (say `watch … --json`) and reads its JSON lines as they come. */
 export function startCli(args: readonly string[], options: Pick<CliOptions, 'entry' | 'env'> = {}): JsonLinesProcess {
   return new JsonLinesProcess([...(options.entry ?? SOURCE_ENTRY), ...args], environment(options.env));
+}
+
+export interface CliHarness {
+  /** The test file's Redis (valid once `beforeAll` ran). */
+  readonly server: RedisServer;
+  /** A node-redis client on it. */
+  readonly redis: Redis;
+  /** `startCli(args)`, stopped after the test. */
+  start(args: readonly string[]): JsonLinesProcess;
+}
+
+/** Registers the hooks of a CLI test file: a Redis, and clean-up of lock clients and CLI processes after each test. */
+export function useCliHarness(): CliHarness {
+  let server: RedisServer;
+  let redis: Redis;
+  const started: JsonLinesProcess[] = [];
+  beforeAll(async () => {
+    server = await startRedis();
+    redis = await connect(server.url);
+  });
+  afterEach(async () => {
+    await Promise.all(started.splice(0).map((p) => p.stop()));
+    await closeAll();
+  });
+  afterAll(async () => {
+    await redis?.close();
+    await server?.stop();
+  });
+  return {
+    get server() {
+      return server;
+    },
+    get redis() {
+      return redis;
+    },
+    start(args) {
+      const process = startCli(args);
+      started.push(process);
+      return process;
+    },
+  };
 }
