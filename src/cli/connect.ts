@@ -30,12 +30,15 @@ export interface Target {
 
 /** Milliseconds to wait for the TCP (or TLS) connection to a node. */
 const CONNECT_TIMEOUT_MS = 5000;
+/** Milliseconds to wait for the whole first connection (handshake and, on a cluster, its topology). */
+const READY_TIMEOUT_MS = 15_000;
 
 /**
  * Connects to the Redis of `options` (`createClient`, or `createCluster` with `--cluster`) and resolves to
  * a `Target`. A connection that fails before the first `ready` is not retried; once connected, node-redis
  * reconnects (with at most 2 s between attempts) and re-subscribes. Throws `CliError` (exit 2) for a
- * malformed URL, `CliError` (exit 1) naming the URL when Redis cannot be reached.
+ * malformed URL, `CliError` (exit 1) naming the URL when Redis cannot be reached or does not answer
+ * within 15 s.
  */
 export async function connect(options: CommonOptions): Promise<Target> {
   const url = checkUrl(options.url);
@@ -51,11 +54,17 @@ export async function connect(options: CommonOptions): Promise<Target> {
   const cluster = options.cluster === true;
   const redis = cluster ? createCluster({ rootNodes: [{ url }], defaults: { ...credentials(url), socket } }) : createClient({ url, socket });
   redis.on('error', onError);
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer within ${READY_TIMEOUT_MS / 1000} s`)), READY_TIMEOUT_MS);
+  });
   try {
-    await redis.connect();
+    await Promise.race([redis.connect(), timeout]);
   } catch (error) {
     redis.destroy();
     throw connectError(url, cluster, error);
+  } finally {
+    clearTimeout(timer);
   }
   connected = true;
   const connection = openConnection({ redis, onError });

@@ -5,6 +5,12 @@
  */
 import { run } from './program.js';
 
+// `relock list | head`: a reader that went away ends the output, not the process with a stack trace.
+process.stdout.on('error', (error: NodeJS.ErrnoException) => {
+  if (error.code !== 'EPIPE') throw error;
+  process.exit(process.exitCode ?? 0);
+});
+
 void run(process.argv).then((code) => {
   process.exitCode = code;
 });

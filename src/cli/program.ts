@@ -18,6 +18,7 @@ export function buildProgram(): Command {
     .description('Inspect and operate relock locks, semaphores and latches in Redis')
     .version(version())
     .showHelpAfterError('(run relock <command> --help for its options)')
+    .addHelpText('after', '\nExit codes: 0 done, 1 failed (Redis unreachable, a Redis error, not confirmed), 2 bad usage, 3 no such relock object.\nEvery command takes --json, --url (or REDIS_URL), --cluster and --prefix. See docs/cli.md.')
     .exitOverride();
   for (const register of [registerInspect, registerList, registerForceUnlock, registerWatch]) register(program);
   for (const command of program.commands) command.exitOverride();

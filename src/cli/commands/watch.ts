@@ -64,6 +64,7 @@ class Watch {
   private failing = false;
   /** The type found by an earlier read, kept when the object's keys go (a released lock is still a lock). */
   private seen: ObjectType | undefined;
+  private stopped = false;
   private stop: () => void = () => {};
 
   constructor(
@@ -75,12 +76,24 @@ class Watch {
   private readonly onMessage = (message: string, channel: string): void => this.enqueue({ via: 'message', channel, message });
 
   async run(): Promise<number> {
-    const stopped = new Promise<void>((resolve) => (this.stop = resolve));
+    const stopped = new Promise<void>((resolve) => {
+      this.stop = () => {
+        this.stopped = true;
+        resolve();
+      };
+    });
     const { interval, duration } = this.options;
     const timers = [setInterval(() => this.poll(), interval), ...(duration !== undefined ? [setTimeout(() => this.stop(), duration)] : [])];
     const signals: NodeJS.Signals[] = ['SIGINT', 'SIGTERM'];
     for (const signal of signals) process.once(signal, this.stop);
-    this.target.connection.onReconnected(() => this.enqueue({ via: 'poll' }));
+    this.target.connection.onReconnected(() => {
+      if (!this.options.json) process.stderr.write('relock: reconnected; reading the object again\n');
+      this.enqueue({ via: 'poll' });
+    });
+    this.target.onError((error) => {
+      if (!this.failing) process.stderr.write(`relock: the connection to Redis failed: ${messageOf(error)} (reconnecting)\n`);
+      this.failing = true;
+    });
     try {
       await this.subscribe(baseChannels(this.keys));
       this.enqueue(undefined);
@@ -100,8 +113,9 @@ class Watch {
     this.enqueue({ via: 'poll' });
   }
 
-  /** Reads the object after everything queued before (so events come out in order); `undefined`: the first read. */
+  /** Reads the object after everything queued before (so events come out in order); `undefined`: the first read, done even after a stop. */
   private enqueue(trigger: Trigger | undefined): void {
+    if (this.stopped && trigger !== undefined) return;
     this.chain = this.chain.then(async () => {
       if (trigger?.via === 'poll') this.polling = false;
       try {
@@ -116,23 +130,23 @@ class Watch {
 
   private async refresh(trigger: Trigger | undefined): Promise<void> {
     const { connection } = this.target;
-    const { state, subs, detection } = await inspectObject(connection, this.keys, DEFAULT_LIMIT, forcedType(this.options.type) ?? this.seen, this.own);
-    const type = detection.found === 'object' ? detection.type : null;
+    const read = await inspectObject(connection, this.keys, DEFAULT_LIMIT, forcedType(this.options.type) ?? this.seen, this.own);
+    const type = read.detection.found === 'object' ? read.detection.type : null;
     if (type !== null && type !== 'semaphore-or-latch') this.seen = type;
-    const description = type === null ? undefined : await describe(connection, state, type, subs);
-    await this.subscribe(watchedChannels(state));
+    const description = type === null ? undefined : await describe(connection, read.state, type, read.subs);
+    await this.subscribe(watchedChannels(read.state));
     const current = tally(description);
-    const view = description ? stateOf(description) : null;
-    const base = { name: this.keys.name, type, state: view };
+    const state = description ? stateOf(description) : null;
+    const head = (event: WatchEvent['event']): Pick<WatchEvent, 'at' | 'event' | 'name' | 'type'> => ({ at: new Date().toISOString(), event, name: this.keys.name, type });
     if (trigger === undefined) {
       this.previous = current;
-      return this.print({ at: new Date().toISOString(), event: 'watching', ...base });
+      return this.print({ ...head('watching'), state });
     }
     const changes = diff(this.previous, current);
     this.previous = current;
     const cause = trigger.via === 'message' ? { via: 'message' as const, channel: trigger.channel, message: trigger.message } : { via: 'poll' as const };
-    const lines: WatchEvent[] = changes.length > 0 ? changes.map((change) => ({ at: new Date().toISOString(), ...change, ...base, ...cause })) : [];
-    if (lines.length === 0 && trigger.via === 'message') lines.push({ at: new Date().toISOString(), event: 'message', ...base, ...cause });
+    const lines: WatchEvent[] = changes.map((change) => ({ ...head(change.event), ...change, ...cause, state }));
+    if (lines.length === 0 && trigger.via === 'message') lines.push({ ...head('message'), ...cause, state });
     for (const line of lines) {
       if (this.options.count !== undefined && this.events >= this.options.count) return;
       this.print(line);
