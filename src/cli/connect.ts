@@ -14,8 +14,6 @@ export interface NodeCommands {
 
 /** What a command works with: raw commands and pub/sub through relock's own adapter, and a `LockClient`. */
 export interface Target {
-  readonly url: string;
-  readonly topology: 'standalone' | 'cluster';
   /** Raw commands routed by their first key, and pub/sub (`SSUBSCRIBE` on a cluster). */
   readonly connection: Connection;
   /** A lock client with `--prefix` as its `keyPrefix`: key names come from it, `force-unlock` goes through it. */
@@ -43,9 +41,12 @@ const READY_TIMEOUT_MS = 15_000;
 export async function connect(options: CommonOptions): Promise<Target> {
   const url = checkUrl(options.url);
   let connected = false;
+  /** The last error before the first connect: node-redis reports a cluster's failed root nodes only this way. */
+  let early: unknown;
   const errorListeners: Array<(error: unknown) => void> = [];
   const onError = (error: unknown): void => {
-    if (connected) for (const listener of errorListeners) listener(error);
+    if (!connected) early = error;
+    else for (const listener of errorListeners) listener(error);
   };
   const socket = {
     connectTimeout: CONNECT_TIMEOUT_MS,
@@ -62,7 +63,7 @@ export async function connect(options: CommonOptions): Promise<Target> {
     await Promise.race([redis.connect(), timeout]);
   } catch (error) {
     redis.destroy();
-    throw connectError(url, cluster, error);
+    throw connectError(url, cluster, early !== undefined && cluster ? new Error(`${messageOf(error)}: ${messageOf(early)}`) : error);
   } finally {
     clearTimeout(timer);
   }
@@ -70,8 +71,6 @@ export async function connect(options: CommonOptions): Promise<Target> {
   const connection = openConnection({ redis, onError });
   const locks = createLockClient({ redis, keyPrefix: options.prefix });
   return {
-    url,
-    topology: cluster ? 'cluster' : 'standalone',
     connection,
     locks,
     async primaries() {

@@ -1,5 +1,5 @@
 import type { Connection } from '../redis/connection.js';
-import { baseChannels, type ObjectState, type ObjectType } from './detect.js';
+import { baseChannels, isLockType, type ObjectState, type ObjectType } from './detect.js';
 import { subscribers, type KeyState } from './snapshot.js';
 
 /** A lock owner (`clientId:contextId`) and its hold count. */
@@ -110,7 +110,7 @@ export async function describe(connection: Connection, state: ObjectState, type:
   const count = (channel: string): number => subs.get(channel) ?? waiterSubs.get(channel) ?? 0;
   const warnings: string[] = [];
   const truncated = [main, state.queue, state.timeout, state.leases].filter((k) => k.size > shown(k)).map((k) => `${k.key} has ${k.size} entries: ${k.type === 'hash' ? 'a random sample' : 'the first'} ${shown(k)} shown`);
-  const isLock = type === 'lock' || type === 'fenced-lock' || type === 'fair-lock' || type === 'read-write-lock';
+  const isLock = isLockType(type);
   if ((isLock || type === 'expirable-semaphore') && main.pttl === -1) {
     warnings.push(`${main.key} has no TTL: relock always sets one, so something else wrote or changed it; ${isLock ? 'the lock never expires and stays held until its holder unlocks it (or force-unlock)' : 'its permits are never reclaimed by expiry of the key'}`);
   }

@@ -3,17 +3,20 @@ import type { Connection } from '../redis/connection.js';
 import { usageError } from './errors.js';
 import { snapshot, subscribers, type KeyState, type Snapshot } from './snapshot.js';
 
-/** The kinds of relock objects the command tells apart. */
-export type ObjectType =
-  | 'lock'
-  | 'fenced-lock'
-  | 'fair-lock'
-  | 'read-write-lock'
-  | 'semaphore'
-  | 'expirable-semaphore'
-  | 'count-down-latch'
-  /** A counter string: a semaphore's free permits and a latch's count look the same in Redis. */
-  | 'semaphore-or-latch';
+/**
+ * The kinds of relock objects the command tells apart; `semaphore-or-latch` is a counter string, where a
+ * semaphore's free permits and a latch's count look the same.
+ */
+export const OBJECT_TYPES = ['lock', 'fenced-lock', 'fair-lock', 'read-write-lock', 'semaphore', 'expirable-semaphore', 'count-down-latch', 'semaphore-or-latch'] as const;
+
+/** One of `OBJECT_TYPES`. */
+export type ObjectType = (typeof OBJECT_TYPES)[number];
+
+/** The lock types (those `force-unlock` applies to). */
+export type LockType = 'lock' | 'fenced-lock' | 'fair-lock' | 'read-write-lock';
+
+/** Whether `type` is a lock. */
+export const isLockType = (type: ObjectType): type is LockType => type === 'lock' || type === 'fenced-lock' || type === 'fair-lock' || type === 'read-write-lock';
 
 /** Every key and channel relock may keep for one name, as the library names them. */
 export interface ObjectKeys {
@@ -69,7 +72,7 @@ export interface ObjectState {
 }
 
 /** Reads every key of `keys` in one atomic script run, at most `limit` entries per key. */
-export async function readState(connection: Connection, keys: ObjectKeys, limit: number): Promise<ObjectState> {
+async function readState(connection: Connection, keys: ObjectKeys, limit: number): Promise<ObjectState> {
   const snap: Snapshot = await snapshot(connection, [keys.main, keys.fence, keys.queue, keys.timeout, keys.leases, keys.permits], limit);
   const [main, fence, queue, timeout, leases, permits] = snap.keys as [KeyState, KeyState, KeyState, KeyState, KeyState, KeyState];
   return { keys, now: snap.now, main, fence, queue, timeout, leases, permits };
@@ -109,7 +112,7 @@ const exists = (key: KeyState): boolean => key.type !== 'none';
  * them has waiters, and a count <= 0 is always a semaphore (a latch deletes its key at zero). A missing
  * main key without auxiliary keys is resolved by the channels that have subscribers, else it is nothing.
  */
-export function detect(state: ObjectState, subs: ReadonlyMap<string, number> = new Map()): Detection {
+function detect(state: ObjectState, subs: ReadonlyMap<string, number> = new Map()): Detection {
   const { main, keys } = state;
   const listened = (channel: string): boolean => (subs.get(channel) ?? 0) > 0;
   const object = (type: ObjectType): Detection => ({ found: 'object', type });
@@ -173,7 +176,7 @@ export async function inspectObject(
   return { state, subs, detection: { found: 'object', type: forced } };
 }
 
-/** `--type` as an `ObjectType` (`latch` is short for `count-down-latch`). */
+/** A type named on the command line as an `ObjectType` (`latch` is short for `count-down-latch`). */
 export function forcedType(type: string | undefined): ObjectType | undefined {
   return type === 'latch' ? 'count-down-latch' : (type as ObjectType | undefined);
 }

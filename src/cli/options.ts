@@ -1,4 +1,5 @@
 import { InvalidArgumentError, Option, type Command } from 'commander';
+import { OBJECT_TYPES } from './detect.js';
 
 /** The options every command takes. */
 export interface CommonOptions {
@@ -15,8 +16,8 @@ export interface CommonOptions {
 /** The Redis URL used when neither `--url` nor `REDIS_URL` is given. */
 export const DEFAULT_URL = 'redis://localhost:6379';
 
-/** The object types `--type` accepts, as `inspect` names them (`latch` is short for `count-down-latch`). */
-export const TYPE_CHOICES = ['lock', 'fenced-lock', 'fair-lock', 'read-write-lock', 'semaphore', 'expirable-semaphore', 'count-down-latch', 'latch'] as const;
+/** The object types `--type` accepts: every detected type but the ambiguous counter, and `latch` for `count-down-latch`. */
+const TYPE_CHOICES = [...OBJECT_TYPES.filter((type) => type !== 'semaphore-or-latch'), 'latch'];
 
 /** Adds `--json`, `--url`, `--cluster` and `--prefix` to `command`; returns it. */
 export function withCommonOptions(command: Command): Command {

@@ -203,5 +203,8 @@ describe('relock inspect', () => {
     expect(down.stdout).toBe('');
     expect(down.stderr).toMatch(new RegExp(`^relock: cannot connect to Redis at ${url.replace(/[.]/g, '\\.')}: .*ECONNREFUSED.*REDIS_URL.*--url`));
     expect(down.stderr.trim().split('\n')).toHaveLength(1);
+    const notCluster = await runCli(['inspect', 'x', '--cluster', '--url', server.url]);
+    expect(notCluster.code).toBe(1);
+    expect(notCluster.stderr).toMatch(/is not a Redis Cluster node \(.*cluster support disabled\); drop --cluster/);
   });
 });

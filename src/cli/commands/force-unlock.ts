@@ -3,7 +3,7 @@ import { createInterface } from 'node:readline/promises';
 import type { LockClient } from '../../client.js';
 import type { Target } from '../connect.js';
 import { describe, type Description } from '../describe.js';
-import { forcedType, inspectObject, objectKeys, type ObjectKeys, type ObjectType } from '../detect.js';
+import { forcedType, inspectObject, isLockType, objectKeys, type LockType, type ObjectKeys, type ObjectType } from '../detect.js';
 import { CliError, EXIT, usageError } from '../errors.js';
 import { typeOption, withCommonOptions, type CommonOptions } from '../options.js';
 import { printJson, printLines } from '../output.js';
@@ -48,9 +48,6 @@ async function forceUnlock(target: Target, name: string, options: ForceUnlockOpt
     : `"${name}" was released or changed mode before it could be force-unlocked: nothing was deleted`;
   return report(options, { ...result(before, keysDeleted), message });
 }
-
-type LockType = 'lock' | 'fenced-lock' | 'fair-lock' | 'read-write-lock';
-const isLockType = (type: ObjectType): type is LockType => type === 'lock' || type === 'fenced-lock' || type === 'fair-lock' || type === 'read-write-lock';
 
 /**
  * Runs the library's `forceUnlock` for `type`; resolves to whether the lock was deleted. A read-write lock

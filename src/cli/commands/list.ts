@@ -1,7 +1,7 @@
 import { InvalidArgumentError, type Command } from 'commander';
 import type { Target } from '../connect.js';
 import { describe, type Description } from '../describe.js';
-import { inspectObject, objectKeys, type ObjectKeys, type ObjectType } from '../detect.js';
+import { forcedType, inspectObject, OBJECT_TYPES, objectKeys, type ObjectKeys, type ObjectType } from '../detect.js';
 import { EXIT } from '../errors.js';
 import { escapeGlob, globRegExp } from '../glob.js';
 import { wholeNumber, withCommonOptions, type CommonOptions } from '../options.js';
@@ -56,12 +56,12 @@ export function registerList(program: Command): void {
     });
 }
 
+/** `--type a,b`: known object types (`latch` for `count-down-latch`), else a usage error. */
 function typeList(value: string): ObjectType[] {
-  const types = value.split(',').map((t) => (t.trim() === 'latch' ? 'count-down-latch' : t.trim()));
-  const known = ['lock', 'fenced-lock', 'fair-lock', 'read-write-lock', 'semaphore', 'expirable-semaphore', 'count-down-latch', 'semaphore-or-latch'];
-  const unknown = types.filter((t) => !known.includes(t));
-  if (unknown.length > 0) throw new InvalidArgumentError(`unknown type ${unknown.join(', ')}; use ${known.join(', ')}`);
-  return types as ObjectType[];
+  const types = value.split(',').map((t) => forcedType(t.trim())!);
+  const unknown = types.filter((t) => !(OBJECT_TYPES as readonly string[]).includes(t));
+  if (unknown.length > 0) throw new InvalidArgumentError(`unknown type ${unknown.join(', ')}; use ${OBJECT_TYPES.join(', ')}`);
+  return types;
 }
 
 /** Scans every primary and classifies each object whose name matches `pattern`, sorted by name. */
