@@ -1,7 +1,8 @@
 // Builds dist/esm (ES modules) and dist/cjs (CommonJS) from src/ with tsc, and marks
 // dist/cjs as CommonJS so Node and TypeScript read its .js and .d.ts files as such.
+// The `relock` command (src/cli) is built as ESM only, and its entry made executable.
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
@@ -14,3 +15,4 @@ for (const flavour of ['esm', 'cjs']) {
 }
 mkdirSync(join(root, 'dist', 'cjs'), { recursive: true });
 writeFileSync(join(root, 'dist', 'cjs', 'package.json'), '{ "type": "commonjs" }\n');
+chmodSync(join(root, 'dist', 'esm', 'cli', 'main.js'), 0o755);

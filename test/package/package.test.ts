@@ -7,23 +7,21 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { execFile } from 'node:child_process';
-import { copyFileSync, existsSync, mkdirSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import * as sources from '../../src/index.js';
 import type { LockHandle } from '../../src/index.js';
+import { BUILD_TIMEOUT_MS, ensureBuilt, root } from '../support/build.js';
 import { closeAll, connect, lockClient, uniqueName, type Redis } from '../support/helpers.js';
 import { startRedis, type RedisServer } from '../support/redis.js';
 
 const run = promisify(execFile);
 const here = dirname(fileURLToPath(import.meta.url));
-const root = join(here, '..', '..');
 const consumerFiles = join(here, 'consumer');
 const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
-/** Building takes about 20 s on a quiet 2-core machine; allow for a loaded one. */
-const BUILD_TIMEOUT_MS = 300_000;
 
 let server: RedisServer;
 let redis: Redis;
@@ -34,7 +32,7 @@ const busyName = uniqueName('package-busy');
 beforeAll(async () => {
   server = await startRedis();
   redis = await connect(server.url);
-  if (distIsStale()) await run('npm', ['run', 'build'], { cwd: root, timeout: BUILD_TIMEOUT_MS, maxBuffer: 16 << 20 });
+  await ensureBuilt();
   scratch = join(root, '.tmp', `package-test-${process.pid}-${Date.now()}`);
   const installed = join(scratch, 'node_modules', 'relock');
   mkdirSync(installed, { recursive: true });
@@ -53,24 +51,6 @@ afterAll(async () => {
   await server?.stop();
   if (scratch) rmSync(scratch, { recursive: true, force: true });
 });
-
-/** True when a build output is missing or older than a source, a build script or the tsconfig. */
-function distIsStale(): boolean {
-  const outputs = ['dist/esm/index.js', 'dist/esm/index.d.ts', 'dist/cjs/index.js', 'dist/cjs/index.d.ts', 'dist/cjs/package.json'].map((f) => join(root, f));
-  if (!outputs.every((f) => existsSync(f))) return true;
-  const built = Math.min(...outputs.map((f) => statSync(f).mtimeMs));
-  return newestMtime([join(root, 'src'), join(root, 'scripts', 'build'), join(root, 'tsconfig.json')]) > built;
-}
-
-function newestMtime(paths: string[]): number {
-  let newest = 0;
-  for (const path of paths) {
-    const stat = statSync(path);
-    newest = Math.max(newest, stat.mtimeMs);
-    if (stat.isDirectory()) newest = Math.max(newest, newestMtime(readdirSync(path).map((entry) => join(path, entry))));
-  }
-  return newest;
-}
 
 /** Runs a consumer entry point in its own Node process and parses the JSON line it prints. */
 async function consume(entry: string, name: string): Promise<Record<string, unknown>> {
@@ -133,6 +113,15 @@ describe('the built package', () => {
     expect(result.version).toBe((createRequire(import.meta.url)('../../package.json') as { version: string }).version);
     expect(result.exports).toEqual(Object.keys(sources).sort());
     expectLockScenario(result);
+  }, 90_000);
+
+  it('runs the relock command with npx through its bin entry', async () => {
+    // What npm install does with `bin`: a link in node_modules/.bin.
+    const { bin } = JSON.parse(readFileSync(installedFile('package.json'), 'utf8')) as { bin: { relock: string } };
+    mkdirSync(join(scratch, 'node_modules', '.bin'), { recursive: true });
+    symlinkSync(join('..', 'relock', bin.relock), join(scratch, 'node_modules', '.bin', 'relock'));
+    const { stdout } = await run('npx', ['--no', '--', 'relock', 'inspect', busyName, '--json', '--url', server.url], { cwd: scratch, timeout: 60_000 });
+    expect(JSON.parse(stdout)).toMatchObject({ name: busyName, type: 'lock', holders: [{ owner: busy.owner, holds: 1 }] });
   }, 90_000);
 
   it('type-checks a consumer under moduleResolution node16, ESM and CommonJS files against their own declarations', async () => {

@@ -128,20 +128,23 @@ export async function keys(redis: Redis, pattern: string): Promise<string[]> {
 const here = dirname(fileURLToPath(import.meta.url));
 
 /**
- * A Node process running `test/support/workers/<script>.ts` (through tsx) with `args`. It prints JSON
- * lines; `next(type)` resolves with the next line whose `type` matches.
+ * A Node process (`node <argv>`) that prints JSON lines, read as they come; `nextWhere(match)` resolves
+ * with the next line that matches. Lines that are not JSON are kept as text (`output`).
  */
-export class Worker {
+export class JsonLinesProcess {
   readonly process: ChildProcessWithoutNullStreams;
   private readonly lines: Array<Record<string, unknown>> = [];
   private readonly waiters: Array<() => void> = [];
-  private stderr = '';
+  /** Everything the process wrote to stderr so far. */
+  stderr = '';
+  /** Every stdout line so far, parsed or not. */
+  readonly output: string[] = [];
   readonly exited: Promise<number | null>;
 
-  constructor(script: string, args: Record<string, unknown>) {
-    this.process = spawn(process.execPath, ['--import', 'tsx', join(here, 'workers', `${script}.ts`), JSON.stringify(args)], {
+  constructor(argv: readonly string[], env: NodeJS.ProcessEnv = process.env) {
+    this.process = spawn(process.execPath, [...argv], {
       stdio: ['pipe', 'pipe', 'pipe'],
-      env: { ...process.env, NODE_OPTIONS: '--unhandled-rejections=strict' },
+      env: { ...env, NODE_OPTIONS: '--unhandled-rejections=strict' },
     });
     let buffer = '';
     this.process.stdout.on('data', (chunk: Buffer) => {
@@ -150,6 +153,7 @@ export class Worker {
       while ((newline = buffer.indexOf('\n')) >= 0) {
         const line = buffer.slice(0, newline);
         buffer = buffer.slice(newline + 1);
+        this.output.push(line);
         try {
           this.lines.push(JSON.parse(line) as Record<string, unknown>);
         } catch {
@@ -166,17 +170,17 @@ export class Worker {
   }
 
   /**
-   * The next message of `type` (consumed), waiting up to `timeoutMs` (generous by default: starting a
+   * The next line that `match`es (consumed), waiting up to `timeoutMs` (generous by default: starting a
    * tsx process takes seconds on a loaded 2-core machine).
    */
-  async next(type: string, timeoutMs = 60_000): Promise<Record<string, unknown>> {
+  async nextWhere(match: (line: Record<string, unknown>) => boolean, what: string, timeoutMs = 60_000): Promise<Record<string, unknown>> {
     const deadline = performance.now() + timeoutMs;
     for (;;) {
-      const i = this.lines.findIndex((l) => l.type === type);
+      const i = this.lines.findIndex(match);
       if (i >= 0) return this.lines.splice(i, 1)[0]!;
-      if (this.process.exitCode !== null || this.process.signalCode !== null) throw new Error(`worker exited before "${type}": ${this.stderr}`);
+      if (this.process.exitCode !== null || this.process.signalCode !== null) throw new Error(`process exited before ${what}: ${this.stderr}`);
       const left = deadline - performance.now();
-      if (left <= 0) throw new Error(`worker sent no "${type}" within ${timeoutMs} ms: ${this.stderr}`);
+      if (left <= 0) throw new Error(`process sent no ${what} within ${timeoutMs} ms: ${this.stderr}`);
       await new Promise<void>((resolve) => {
         const timer = setTimeout(resolve, left);
         this.waiters.push(() => {
@@ -187,18 +191,33 @@ export class Worker {
     }
   }
 
-  /** Sends a JSON command line to the worker's stdin. */
-  send(message: Record<string, unknown>): void {
-    this.process.stdin.write(`${JSON.stringify(message)}\n`);
-  }
-
   kill(signal: NodeJS.Signals = 'SIGKILL'): void {
     this.process.kill(signal);
   }
 
-  /** Kills the worker if it is still running and waits for it to exit. */
+  /** Kills the process if it is still running and waits for it to exit. */
   async stop(): Promise<void> {
     if (this.process.exitCode === null && this.process.signalCode === null) this.process.kill('SIGKILL');
     await this.exited;
+  }
+}
+
+/**
+ * A Node process running `test/support/workers/<script>.ts` (through tsx) with `args`. It prints JSON
+ * lines; `next(type)` resolves with the next line whose `type` matches.
+ */
+export class Worker extends JsonLinesProcess {
+  constructor(script: string, args: Record<string, unknown>) {
+    super(['--import', 'tsx', join(here, 'workers', `${script}.ts`), JSON.stringify(args)]);
+  }
+
+  /** The next message of `type` (consumed), waiting up to `timeoutMs`. */
+  next(type: string, timeoutMs = 60_000): Promise<Record<string, unknown>> {
+    return this.nextWhere((line) => line.type === type, `"${type}"`, timeoutMs);
+  }
+
+  /** Sends a JSON command line to the worker's stdin. */
+  send(message: Record<string, unknown>): void {
+    this.process.stdin.write(`${JSON.stringify(message)}\n`);
   }
 }

@@ -1,0 +1,166 @@
+import { InvalidArgumentError, type Command } from 'commander';
+import type { Target } from '../connect.js';
+import { describe, type Description } from '../describe.js';
+import { forcedType, inspectObject, OBJECT_TYPES, objectKeys, type ObjectKeys, type ObjectType } from '../detect.js';
+import { EXIT } from '../errors.js';
+import { escapeGlob, globRegExp } from '../glob.js';
+import { wholeNumber, withCommonOptions, type CommonOptions } from '../options.js';
+import { printJson, printLines, progress, showProgress, type Progress } from '../output.js';
+import { table, ttlText } from '../render.js';
+import { withTarget } from '../run.js';
+
+/** Options of `relock list`. */
+export interface ListOptions extends CommonOptions {
+  type?: ObjectType[];
+  scanCount: number;
+}
+
+/** One object found by `list` (also its JSON output). */
+export interface Listed {
+  readonly name: string;
+  readonly type: ObjectType;
+  readonly key: string;
+  readonly exists: boolean;
+  /** `PTTL` of the main key in ms, `null` when it has none or does not exist. */
+  readonly ttlMs: number | null;
+  /** A short account of the state, such as `held by 1 owner` or `3 free permits`. */
+  readonly summary: string;
+  readonly warnings: string[];
+}
+
+/** The auxiliary keys from which an object's name can be read back (`relock:<kind>:<tagged main key>`). */
+const AUX_KINDS = ['fence', 'queue', 'timeout', 'leases', 'permits'] as const;
+/** Entries read per key to classify an object (a sample is enough to tell a relock hash from another). */
+const CLASSIFY_LIMIT = 16;
+/** Objects classified at once. */
+const BATCH = 64;
+
+/**
+ * Adds `relock list [pattern]`: `SCAN`s every primary (never `KEYS`) for keys under `--prefix`, reads
+ * back the object names from main keys and relock's auxiliary keys, keeps those matching the glob
+ * `pattern`, and classifies each (type, TTL, a summary), with a progress line on stderr when run in a
+ * terminal.
+ */
+export function registerList(program: Command): void {
+  withCommonOptions(program.command('list').description('find relock objects with SCAN').argument('[pattern]', 'a Redis glob over object names', '*'))
+    .option('--type <types>', 'only these types (comma-separated, as inspect names them)', typeList)
+    .option('--scan-count <n>', 'the COUNT hint of each SCAN call', wholeNumber(1), 1000)
+    .action(async (pattern: string, options: ListOptions) => {
+      process.exitCode = await withTarget(options, async (target) => {
+        const found = await list(target, pattern, options, progress(showProgress(options.json)));
+        const objects = found.objects.filter((o) => !options.type || options.type.includes(o.type));
+        if (options.json) printJson({ pattern, prefix: options.prefix, nodes: found.nodes, scannedKeys: found.scanned, objects });
+        else printLines(render(objects, found.scanned, found.nodes.length));
+        return EXIT.ok;
+      });
+    });
+}
+
+/** `--type a,b`: known object types (`latch` for `count-down-latch`), else a usage error. */
+function typeList(value: string): ObjectType[] {
+  const types = value.split(',').map((t) => forcedType(t.trim())!);
+  const unknown = types.filter((t) => !(OBJECT_TYPES as readonly string[]).includes(t));
+  if (unknown.length > 0) throw new InvalidArgumentError(`unknown type ${unknown.join(', ')}; use ${OBJECT_TYPES.join(', ')}`);
+  return types;
+}
+
+/** Scans every primary and classifies each object whose name matches `pattern`, sorted by name. */
+async function list(target: Target, pattern: string, options: ListOptions, bar: Progress): Promise<{ nodes: string[]; scanned: number; objects: Listed[] }> {
+  const { prefix } = options;
+  const matches = globRegExp(pattern);
+  const seen = new Set<string>();
+  const objects: Listed[] = [];
+  const nodes = await target.primaries();
+  let scanned = 0;
+  const match = prefix === '' ? [] : ['MATCH', `${escapeGlob(prefix)}*`];
+  for (const [n, node] of nodes.entries()) {
+    let cursor = '0';
+    do {
+      const [next, keys] = (await node.send(['SCAN', cursor, ...match, 'COUNT', String(options.scanCount)])) as [string, string[]];
+      cursor = String(next);
+      scanned += keys.length;
+      const names = [...new Set(keys.flatMap((key) => namesOf(key, prefix)))].filter((name) => matches.test(name) && !seen.has(name));
+      for (const name of names) seen.add(name);
+      for (let i = 0; i < names.length; i += BATCH) objects.push(...(await classify(target, names.slice(i, i + BATCH))));
+      bar.update(`scanning ${node.address}${nodes.length > 1 ? ` (${n + 1}/${nodes.length})` : ''}: ${scanned} keys read, ${objects.length} relock objects`);
+    } while (cursor !== '0');
+  }
+  bar.done();
+  return { nodes: nodes.map((node) => node.address), scanned, objects: dropShadows(objects).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)) };
+}
+
+/**
+ * The object names a key may belong to: `key` minus the prefix for a main key; for an auxiliary key
+ * `relock:<kind>:<tagged>`, the main key inside it (`{x}` may stand for `x` or for the key `{x}` itself).
+ */
+function namesOf(key: string, prefix: string): string[] {
+  if (!key.startsWith(prefix)) return [];
+  const rest = key.slice(prefix.length);
+  if (!rest.startsWith('relock:')) return [rest];
+  const kind = AUX_KINDS.find((k) => rest.startsWith(`relock:${k}:`));
+  if (kind === undefined) return [];
+  const tagged = rest.slice(`relock:${kind}:`.length);
+  const mains = /^\{[^{}]+\}$/.test(tagged) ? [tagged.slice(1, -1), tagged] : [tagged];
+  return mains.filter((main) => main.startsWith(prefix)).map((main) => main.slice(prefix.length));
+}
+
+/** Reads and classifies `names`; names that are no relock object are left out. */
+async function classify(target: Target, names: readonly string[]): Promise<Listed[]> {
+  const results = await Promise.all(
+    names.map(async (name): Promise<Listed | undefined> => {
+      let keys: ObjectKeys;
+      try {
+        keys = objectKeys(target.locks, name);
+      } catch {
+        return undefined; // braces that no relock name can have
+      }
+      const { state, subs, detection } = await inspectObject(target.connection, keys, CLASSIFY_LIMIT, undefined);
+      if (detection.found !== 'object') return undefined;
+      const d = await describe(target.connection, state, detection.type, subs);
+      return { name, type: d.type, key: d.key, exists: d.exists, ttlMs: d.ttlMs, summary: summary(d), warnings: d.warnings };
+    }),
+  );
+  return results.filter((r): r is Listed => r !== undefined);
+}
+
+/**
+ * `x` and `{x}` share their auxiliary keys, so both are found from them: keeps the one whose main key
+ * exists, or `x` when neither does.
+ */
+function dropShadows(objects: Listed[]): Listed[] {
+  const byName = new Map(objects.map((o) => [o.name, o]));
+  return objects.filter((o) => {
+    if (o.exists) return true;
+    const braced = /^\{([^{}]+)\}$/.exec(o.name);
+    if (braced) return !byName.has(braced[1]!);
+    return !byName.get(`{${o.name}}`)?.exists;
+  });
+}
+
+function summary(d: Description): string {
+  const owners = (n: number): string => (n === 0 ? 'not held' : `held by ${n} owner${n === 1 ? '' : 's'}`);
+  switch (d.type) {
+    case 'lock':
+    case 'fenced-lock':
+      return owners(d.holders!.length) + (d.fencingToken !== undefined ? `, last token ${d.fencingToken}` : '');
+    case 'fair-lock':
+      return `${owners(d.holders!.length)}, ${d.queue!.length} waiting`;
+    case 'read-write-lock':
+      return d.mode ? `${d.mode} mode, ${d.readers!.length} reader(s)${d.writer ? ', 1 writer' : ''}` : 'not held';
+    case 'semaphore':
+      return `${d.freePermits} free permits`;
+    case 'expirable-semaphore':
+      return `${d.permits!.taken} of ${d.permits!.total} permits taken`;
+    case 'count-down-latch':
+      return `count ${d.count}`;
+    case 'semaphore-or-latch':
+      return `value ${d.value}`;
+  }
+}
+
+function render(objects: readonly Listed[], scanned: number, nodes: number): string[] {
+  const footer = `${objects.length} relock object${objects.length === 1 ? '' : 's'} (${scanned} keys scanned on ${nodes} node${nodes === 1 ? '' : 's'})`;
+  if (objects.length === 0) return [footer];
+  const rows = objects.map((o) => [o.type, o.name, ttlText(o.ttlMs, o.exists), o.summary + (o.warnings.length > 0 ? '  (no TTL!)' : '')]);
+  return [...table([['TYPE', 'NAME', 'TTL', 'STATE'], ...rows]), footer];
+}

@@ -1,0 +1,86 @@
+import type { ObjectType } from './detect.js';
+import type { Description, Holder, SideHolder } from './describe.js';
+
+/** How each object type is called in text output, with the library class behind it. */
+export const TYPE_LABEL: Record<ObjectType, string> = {
+  lock: 'lock (RLock / SpinLock)',
+  'fenced-lock': 'fenced lock (FencedLock)',
+  'fair-lock': 'fair lock (RFairLock)',
+  'read-write-lock': 'read-write lock (RReadWriteLock)',
+  semaphore: 'semaphore (RSemaphore)',
+  'expirable-semaphore': 'expirable semaphore (RPermitExpirableSemaphore)',
+  'count-down-latch': 'count-down latch (RCountDownLatch)',
+  'semaphore-or-latch': 'semaphore or count-down latch (a counter: the two look the same in Redis; pass --type)',
+};
+
+/** A duration for people: `850 ms`, `12.3 s`, `4 m 05 s`, `2 h 03 m`; negative values read `expired`. */
+export function duration(ms: number): string {
+  if (ms < 0) return 'expired';
+  if (ms < 1000) return `${Math.round(ms)} ms`;
+  if (ms < 60_000) return `${(ms / 1000).toFixed(1)} s`;
+  const s = Math.floor(ms / 1000);
+  if (s < 3600) return `${Math.floor(s / 60)} m ${String(s % 60).padStart(2, '0')} s`;
+  return `${Math.floor(s / 3600)} h ${String(Math.floor(s / 60) % 60).padStart(2, '0')} m`;
+}
+
+/** A TTL as `inspect` and `list` show it. */
+export function ttlText(ttlMs: number | null, exists: boolean): string {
+  if (!exists) return '-';
+  return ttlMs === null ? 'no TTL' : duration(ttlMs);
+}
+
+const plural = (n: number, word: string): string => `${n} ${word}${n === 1 ? '' : 's'}`;
+
+/** Lines of aligned columns (the last column is not padded). */
+export function table(rows: string[][], indent = ''): string[] {
+  const widths = rows.reduce<number[]>((w, row) => row.map((cell, i) => Math.max(w[i] ?? 0, cell.length)), []);
+  return rows.map((row) => indent + row.map((cell, i) => (i === row.length - 1 ? cell : cell.padEnd(widths[i]!))).join('   ').trimEnd());
+}
+
+/** Holders as `owner ×holds` for one-line summaries (`watch`). */
+export function holdersText(holders: readonly Holder[]): string {
+  return holders.length === 0 ? 'none' : holders.map((h) => `${h.owner} ×${h.holds}`).join(', ');
+}
+
+/** A labelled line of `inspect`'s text output, with indented rows under it. */
+interface Section {
+  readonly label: string;
+  readonly value: string;
+  readonly rows?: string[][];
+}
+
+/** The text output of `inspect`. */
+export function renderDescription(d: Description): string[] {
+  const sections = describeSections(d);
+  const width = Math.max(...sections.map((s) => s.label.length));
+  const lines = [`${TYPE_LABEL[d.type]} "${d.name}"  (key ${d.key}${d.exists ? '' : ', which does not exist'})`];
+  for (const { label, value, rows } of sections) lines.push(`  ${label.padEnd(width)}   ${value}`.trimEnd(), ...table(rows ?? [], '    '));
+  for (const note of d.truncated ?? []) lines.push(`  (${note}; raise --limit to see more)`);
+  return lines;
+}
+
+function describeSections(d: Description): Section[] {
+  const sections: Section[] = [];
+  if (d.exists || d.holders || d.mode !== undefined) sections.push({ label: 'TTL', value: ttlText(d.ttlMs, d.exists) });
+  if (d.holders) sections.push({ label: 'holders', value: d.holders.length === 0 ? 'none (not held)' : String(d.holders.length), rows: d.holders.map((h) => [h.owner, plural(h.holds, 'hold')]) });
+  if (d.fencingToken !== undefined) sections.push({ label: 'fencing token', value: `${d.fencingToken} (the last one handed out)` });
+  if (d.queue) {
+    const rows = d.queue.map((w) => [`${w.position}.`, w.owner, w.deadlineInMs === null ? 'no deadline' : `deadline in ${duration(w.deadlineInMs)}`, plural(w.subscribers, 'subscriber')]);
+    sections.push({ label: 'queue', value: d.queue.length === 0 ? 'empty' : `${d.queue.length} waiting, head first`, rows });
+  }
+  if (d.mode !== undefined) {
+    const side = (label: string, h: SideHolder): string[] => [label, h.owner, plural(h.holds, 'hold'), `lease${h.leasesMs.length === 1 ? '' : 's'} ${h.leasesMs.map(duration).join(', ')}`];
+    const rows = [...(d.writer ? [side('writer', d.writer)] : []), ...(d.readers ?? []).map((h) => side('reader', h))];
+    sections.push({ label: 'mode', value: d.mode ?? 'free' }, { label: 'holders', value: rows.length === 0 ? 'none' : String(rows.length), rows });
+  }
+  if (d.freePermits !== undefined) sections.push({ label: 'free permits', value: String(d.freePermits) });
+  if (d.permits) {
+    const p = d.permits;
+    const expired = p.expiredNotReclaimed > 0 ? ` (and ${p.expiredNotReclaimed} expired, reclaimed by the next call)` : '';
+    sections.push({ label: 'permits', value: `${p.total} in all, ${p.taken} taken, ${p.free} free${expired}`, rows: p.leases.map((l) => [l.id, `lease ${duration(l.remainingMs)} left`]) });
+  }
+  if (d.count !== undefined) sections.push({ label: 'count', value: `${d.count}${d.count === 0 ? ' (open)' : ''}` });
+  if (d.value !== undefined) sections.push({ label: 'value', value: `${d.value}  (as a semaphore: ${plural(d.value, 'free permit')}; as a latch: count ${d.value})` });
+  if (d.channels.length > 0) sections.push({ label: 'channels', value: '', rows: d.channels.map((c) => [c.channel, plural(c.subscribers, 'subscriber')]) });
+  return sections;
+}

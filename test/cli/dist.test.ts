@@ -1,0 +1,49 @@
+/**
+ * The `relock` command as built into `dist` (`npm run build`, rebuilt first when older than the sources):
+ * run with node and as an executable (its shebang), against a real Redis.
+ */
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { BUILD_TIMEOUT_MS, ensureBuilt, root } from '../support/build.js';
+import { json, runCli, runProcess } from '../support/cli.js';
+import { closeAll, connect, lockClient, uniqueName, type Redis } from '../support/helpers.js';
+import { startRedis, type RedisServer } from '../support/redis.js';
+
+let server: RedisServer;
+let redis: Redis;
+const main = join(root, 'dist', 'esm', 'cli', 'main.js');
+
+beforeAll(async () => {
+  server = await startRedis();
+  redis = await connect(server.url);
+  await ensureBuilt();
+}, BUILD_TIMEOUT_MS + 30_000);
+
+afterAll(async () => {
+  await closeAll();
+  await redis?.close();
+  await server?.stop();
+});
+
+describe('the built relock command', () => {
+  it('inspects a held lock with node dist/esm/cli/main.js', async () => {
+    const lock = lockClient(redis).getLock(uniqueName('dist-lock'));
+    const handle = await lock.acquire({ leaseTime: 20_000 });
+    const result = await runCli(['inspect', lock.name, '--json', '--url', server.url], { entry: [main] });
+    expect(result.code).toBe(0);
+    const d = json(result);
+    expect(d).toMatchObject({ type: 'lock', holders: [{ owner: handle.owner, holds: 1 }] });
+    expect(d.ttlMs).toBeLessThanOrEqual(20_000);
+    await handle.release();
+  });
+
+  it('runs as an executable and reports the package version', async () => {
+    const { version } = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { version: string };
+    const result = await runProcess(main, ['--version']);
+    expect(result).toMatchObject({ code: 0, stdout: `${version}\n` });
+    const help = await runProcess(main, ['--help']);
+    expect(help.code).toBe(0);
+    for (const command of ['inspect', 'list', 'force-unlock', 'watch']) expect(help.stdout).toContain(command);
+  });
+});

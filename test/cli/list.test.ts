@@ -1,0 +1,117 @@
+/**
+ * `relock list` against a real Redis: it finds every kind of object with SCAN (never KEYS), reads names
+ * back from auxiliary keys, filters by pattern and type, and draws progress only on a terminal.
+ */
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { randomBytes } from 'node:crypto';
+import { runInContext, type LockHandle, type PermitHandle } from '../../src/index.js';
+import { json, runCli, runCliInTerminal } from '../support/cli.js';
+import { closeAll, commandCalls, connect, lockClient, type Redis } from '../support/helpers.js';
+import { startRedis, type RedisServer } from '../support/redis.js';
+
+let server: RedisServer;
+let redis: Redis;
+/** Every object of this file lives under its own prefix, so the listing holds exactly them. */
+const prefix = `cli-list-${randomBytes(4).toString('hex')}:`;
+const held: Array<LockHandle | PermitHandle> = [];
+let fairWaiter: Promise<LockHandle>;
+
+/** The objects created, by name, with the type `list` must report. */
+const expected: Record<string, string> = {
+  'a:lock': 'lock',
+  'a:fenced': 'fenced-lock',
+  'b:fair': 'fair-lock',
+  'b:rw': 'read-write-lock',
+  'c:sem': 'semaphore',
+  'c:pes': 'expirable-semaphore',
+  'c:counter': 'semaphore-or-latch',
+  '{d}:tagged': 'lock',
+};
+
+beforeAll(async () => {
+  server = await startRedis();
+  redis = await connect(server.url);
+  const client = lockClient(redis, { keyPrefix: prefix });
+  held.push(await client.getLock('a:lock').acquire());
+  const fenced = client.getFencedLock('a:fenced');
+  await fenced.tryLockAndGetToken(0, 10, 'seconds');
+  await fenced.unlock(); // only its fence counter is left
+  held.push(await client.getFairLock('b:fair').acquire());
+  fairWaiter = runInContext(() => client.getFairLock('b:fair').acquire({ waitTime: 60_000 }));
+  held.push(await client.getReadWriteLock('b:rw').readLock().acquire());
+  await client.getSemaphore('c:sem').trySetPermits(0);
+  const pes = client.getPermitExpirableSemaphore('c:pes');
+  await pes.setPermits(2);
+  held.push(await pes.acquire());
+  await client.getCountDownLatch('c:counter').trySetCount(2);
+  held.push(await client.getLock('{d}:tagged').acquire());
+  await redis.set(`${prefix}z:not-relock`, 'hello');
+  await redis.rPush(`${prefix}z:list`, 'x');
+  while ((await redis.lLen(`${prefix}relock:queue:{${prefix}b:fair}`)) === 0) await new Promise((r) => setTimeout(r, 5));
+}, 60_000);
+
+afterAll(async () => {
+  for (const handle of held.splice(0)) await handle.release();
+  await (await fairWaiter)?.release();
+  await closeAll();
+  await redis?.close();
+  await server?.stop();
+});
+
+interface Listing {
+  scannedKeys: number;
+  nodes: string[];
+  objects: Array<{ name: string; type: string; exists: boolean; ttlMs: number | null; summary: string }>;
+}
+
+const list = async (...args: string[]): Promise<Listing> => {
+  const result = await runCli(['list', ...args, '--json', '--url', server.url, '--prefix', prefix]);
+  expect({ code: result.code, stderr: result.stderr }).toEqual({ code: 0, stderr: '' });
+  return json<Listing>(result);
+};
+
+describe('relock list', () => {
+  it('finds every object under the prefix with SCAN, never KEYS, with its type and TTL', async () => {
+    const keysBefore = await commandCalls(redis, 'keys');
+    const scansBefore = await commandCalls(redis, 'scan');
+    const listing = await list('--scan-count', '2');
+    expect(Object.fromEntries(listing.objects.map((o) => [o.name, o.type]))).toEqual(expected);
+    expect(listing.objects.map((o) => o.name)).toEqual(Object.keys(expected).sort());
+    expect(listing.nodes).toEqual([`127.0.0.1:${server.port}`]);
+    expect(listing.scannedKeys).toBeGreaterThanOrEqual(12);
+    expect(await commandCalls(redis, 'keys')).toBe(keysBefore);
+    expect((await commandCalls(redis, 'scan')) - scansBefore).toBeGreaterThan(3);
+    const byName = new Map(listing.objects.map((o) => [o.name, o]));
+    expect(byName.get('a:lock')).toMatchObject({ exists: true, summary: 'held by 1 owner' });
+    expect(byName.get('a:lock')!.ttlMs).toBeGreaterThan(10_000);
+    expect(byName.get('a:fenced')).toMatchObject({ exists: false, ttlMs: null, summary: 'not held, last token 1' });
+    expect(byName.get('b:fair')).toMatchObject({ summary: 'held by 1 owner, 1 waiting' });
+    expect(byName.get('c:sem')).toMatchObject({ ttlMs: null, summary: '0 free permits' });
+    expect(byName.get('c:pes')).toMatchObject({ summary: '1 of 2 permits taken' });
+  });
+
+  it('filters by a glob over names and by --type', async () => {
+    expect((await list('a:*')).objects.map((o) => o.name)).toEqual(['a:fenced', 'a:lock']);
+    expect((await list('?:[r-s]*')).objects.map((o) => o.name)).toEqual(['b:rw', 'c:sem']);
+    expect((await list('\\{d\\}*')).objects.map((o) => o.name)).toEqual(['{d}:tagged']);
+    expect((await list('--type', 'lock,expirable-semaphore')).objects.map((o) => o.name)).toEqual(['c:pes', 'a:lock', '{d}:tagged'].sort());
+    expect((await list('nothing*')).objects).toEqual([]);
+  });
+
+  it('prints a table, and draws progress on stderr only when run in a terminal without --json', async () => {
+    const piped = await runCli(['list', '--url', server.url, '--prefix', prefix]);
+    expect(piped.code).toBe(0);
+    expect(piped.stderr).toBe('');
+    expect(piped.stdout).toMatch(/^TYPE\s+NAME\s+TTL\s+STATE$/m);
+    expect(piped.stdout).toMatch(/^fenced-lock\s+a:fenced\s+-\s+not held, last token 1$/m);
+    expect(piped.stdout).toMatch(/^semaphore\s+c:sem\s+no TTL\s+0 free permits$/m);
+    expect(piped.stdout).toMatch(/^8 relock objects \(\d+ keys scanned on 1 node\)$/m);
+    const terminal = await runCliInTerminal(['list', '--url', server.url, '--prefix', prefix]);
+    expect(terminal.code).toBe(0);
+    expect(terminal.stdout).toMatch(/\rscanning 127\.0\.0\.1:\d+: \d+ keys read, \d+ relock objects/);
+    const terminalJson = await runCliInTerminal(['list', '--json', '--url', server.url, '--prefix', prefix]);
+    expect(terminalJson.code).toBe(0);
+    expect(terminalJson.stdout).not.toContain('scanning');
+    expect(JSON.parse(terminalJson.stdout).objects).toHaveLength(8);
+  });
+});
