@@ -142,7 +142,8 @@ describe('relock inspect', () => {
     expect(watchdogLease).toBeGreaterThan(10_000);
     expect(shortLease).toBeLessThanOrEqual(5_000);
     expect(shortLease).toBeGreaterThan(0);
-    expect(d.ttlMs).toBe(watchdogLease);
+    // the key lives as long as its longest hold (both read in one script; renewals may land a few ms apart)
+    expect(Math.abs((d.ttlMs as number) - watchdogLease!)).toBeLessThan(100);
     await again!.release();
     await two!.release();
     await one.release();
