@@ -47,41 +47,52 @@ export interface RunOptions<T> {
 
 /** One attempt in flight, raced with its deadline (and abort signal). */
 class InFlight<T> {
-  settled = false;
+  /** Cleared when the call settles, so that a settled call waiting for the next sweep holds nothing. */
+  private parts: { source: Promise<T>; resolve: (value: T) => void; reject: (error: unknown) => void; dangling: Array<Promise<T>> | undefined; signal: AbortSignal | undefined } | undefined;
+
   constructor(
     readonly at: number,
-    readonly source: Promise<T>,
-    private readonly resolveWith: (value: T) => void,
-    private readonly rejectWith: (error: unknown) => void,
-    private readonly dangling: Array<Promise<T>> | undefined,
-    private readonly signal: AbortSignal | undefined,
-  ) {}
+    source: Promise<T>,
+    resolve: (value: T) => void,
+    reject: (error: unknown) => void,
+    dangling: Array<Promise<T>> | undefined,
+    signal: AbortSignal | undefined,
+  ) {
+    this.parts = { source, resolve, reject, dangling, signal };
+  }
+
+  get settled(): boolean {
+    return this.parts === undefined;
+  }
 
   resolve(value: T): void {
-    if (this.settled) return;
-    this.settled = true;
-    this.signal?.removeEventListener('abort', this);
-    this.resolveWith(value);
+    this.settle()?.resolve(value);
   }
 
   reject(error: unknown): void {
-    if (this.settled) return;
-    this.settled = true;
-    this.signal?.removeEventListener('abort', this);
-    this.rejectWith(error);
+    this.settle()?.reject(error);
   }
 
   /** Stops waiting for the source: it may still succeed later, so it goes to `dangling`. */
   giveUp(error: unknown): void {
-    if (this.settled) return;
-    this.source.catch(() => {});
-    this.dangling?.push(this.source);
-    this.reject(error);
+    const parts = this.settle();
+    if (!parts) return;
+    parts.source.catch(() => {});
+    parts.dangling?.push(parts.source);
+    parts.reject(error);
   }
 
   /** The abort signal's listener. */
   handleEvent(): void {
-    this.giveUp(this.signal!.reason);
+    this.giveUp(this.parts?.signal?.reason);
+  }
+
+  private settle(): NonNullable<InFlight<T>['parts']> | undefined {
+    const parts = this.parts;
+    if (!parts) return undefined;
+    this.parts = undefined;
+    parts.signal?.removeEventListener('abort', this);
+    return parts;
   }
 }
 
