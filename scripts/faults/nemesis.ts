@@ -17,10 +17,10 @@ function heldBy(ctx: RunContext, w: string): string | undefined {
   return holder?.w === w ? holder.sec : undefined;
 }
 
-/** SIGKILL worker `w`. */
-export async function killWorker(ctx: RunContext, w: string): Promise<void> {
+/** SIGKILL worker `w`, inside section `sec` (default: the holder's, when `w` is the holder). */
+export async function killWorker(ctx: RunContext, w: string, inside?: string): Promise<void> {
   const worker = ctx.worker(w);
-  const sec = heldBy(ctx, w);
+  const sec = inside ?? heldBy(ctx, w);
   worker.killed = true;
   worker.child.kill('SIGKILL');
   const t = now();

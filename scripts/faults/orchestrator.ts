@@ -75,10 +75,11 @@ function check(scenario: Scenario, run: Run, runs: number, hygiene: HygieneFacts
   const endOfHistory = events.at(-1)?.t ?? now();
   const all = sections(events, nemesis, endOfHistory);
   const causes = new Causes(nemesis, events, run.leaseMs);
-  const exclusion = checkExclusion(all, causes);
+  const capacity = run.setup.permits ?? 1;
+  const exclusion = checkExclusion(all, causes, capacity);
   const tokens = checkTokens(all, causes);
   const tokenUses = new Map<number, number>();
-  for (const s of all) tokenUses.set(Number(s.tok), (tokenUses.get(Number(s.tok)) ?? 0) + 1);
+  for (const s of all) if (s.tok !== undefined) tokenUses.set(Number(s.tok), (tokenUses.get(Number(s.tok)) ?? 0) + 1);
   const fencing = checkFencing(oracle.ops, oracle.counter, oracle.fencedValue, (tok) => (tokenUses.get(tok) ?? 0) > 1);
   const count = (ev: 'acq-fail' | 'release'): Record<string, number> => {
     const out: Record<string, number> = {};
@@ -99,7 +100,7 @@ function check(scenario: Scenario, run: Run, runs: number, hygiene: HygieneFacts
     ...exclusionFigures,
     ...tokenFigures,
     ...fencingFigures,
-    ...checkLiveness(events, nemesis, run.leaseMs),
+    ...checkLiveness(events, nemesis, run.leaseMs, all, capacity),
     ...checkBelief(events, all, nemesis, run.expirations, run.lockKey, run.leaseMs),
     leaks: hygiene ? leakCount(hygiene) : 0,
     hygiene,

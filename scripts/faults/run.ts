@@ -84,6 +84,11 @@ export class Run implements RunContext {
     return latest;
   }
 
+  openSections(): Entry[] {
+    const alive = new Set(this.workerIds());
+    return [...this.open.values()].filter((e) => alive.has(e.w));
+  }
+
   nextEnter(timeoutMs: number, filter: (e: Entry) => boolean = () => true): Promise<Entry> {
     return new Promise((resolve, reject) => {
       const waiter = { filter, resolve: (e: Entry) => (clearTimeout(timer), resolve(e)) };
@@ -150,7 +155,7 @@ export class Run implements RunContext {
       logFile: join(this.dir, `${w}.jsonl`), lockName: this.lockKey, leaseMs: setup.leaseMs, responseTimeoutMs: setup.responseTimeoutMs,
       waiters: setup.waiters ?? 1, workMs: setup.workMs ?? [60, 150], thinkMs: setup.thinkMs ?? [5, 30],
       notify: (setup.waiters ?? 1) === 1, checkHolds: setup.checkHolds ?? false,
-      count: setup.count, holdMs: setup.holdMs, concurrency: setup.concurrency,
+      count: setup.count, holdMs: setup.holdMs, concurrency: setup.concurrency, permits: setup.permits,
     };
     this.workers.set(w, { process, config, proxy });
     this.detach.push(process.on((message) => this.onMessage(w, message)));

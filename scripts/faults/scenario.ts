@@ -26,8 +26,14 @@ export interface Setup {
   /** Extra redis-server arguments. */
   redisArgs?: string[];
   responseTimeoutMs?: number;
-  /** `many`: one worker holds `count` locks for `holdMs`, taking `concurrency` at a time. */
-  mode?: 'mutex' | 'many';
+  /**
+   * `mutex` (default): the workers take a fenced lock. `semaphore`: they take one permit of a permit-expirable
+   * semaphore of `permits` permits. `many`: one worker holds `count` locks for `holdMs`, taking
+   * `concurrency` at a time.
+   */
+  mode?: 'mutex' | 'semaphore' | 'many';
+  /** Semaphore mode: the number of permits (how many sections may be open at once). */
+  permits?: number;
   count?: number;
   holdMs?: number;
   concurrency?: number;
@@ -53,6 +59,8 @@ export interface RunContext {
   record(event: NemesisEvent): void;
   /** The most recent section entered and not exited (from the workers' notifications). */
   holder(): Entry | undefined;
+  /** Every section entered and not exited by a worker still alive (from the workers' notifications). */
+  openSections(): Entry[];
   /** The next entry matching `filter`; rejects after `timeoutMs`. */
   nextEnter(timeoutMs: number, filter?: (e: Entry) => boolean): Promise<Entry>;
   /** The next exit of section `sec`; rejects after `timeoutMs`. */
@@ -80,7 +88,8 @@ export interface History {
   leaseMs: number;
 }
 
-export interface Scenario {
+/** What every scenario has. */
+interface Described {
   /** Short id, used in `--only` and as the JSON `scenario`. */
   name: string;
   /** One line for the report: the fault. */
@@ -89,9 +98,25 @@ export interface Scenario {
   expect: string;
   /** A reason to skip (a feature this build lacks), or undefined to run. */
   skip?(): string | undefined;
+}
+
+/**
+ * A scenario that runs in the suite's own process and manages its servers itself (one that does not fit
+ * one Redis with forked workers). It fills `result` (every figure starts at 0 or null) and adds its
+ * violations; the invariants of every scenario are checked afterwards. It must stop everything it
+ * started, also when it throws (a throw is a harness violation; the figures filled so far stay).
+ */
+export interface InProcessScenario extends Described {
+  runInProcess(quick: boolean, result: ScenarioResult, progress: (message: string) => void): Promise<void>;
+}
+
+/** A scenario run against one Redis with forked workers (see orchestrator.ts). */
+export interface Scenario extends Described {
   setup(quick: boolean): Setup;
   /** Injects the faults; resolves with the number of fault iterations (runs). */
   nemesis(ctx: RunContext): Promise<number>;
   /** Scenario-specific invariants and figures: returns violations, may add to `result.extra`. */
   check?(history: History, result: ScenarioResult): string[];
 }
+
+export type AnyScenario = Scenario | InProcessScenario;

@@ -15,7 +15,7 @@
 import { createHook } from 'node:async_hooks';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { createLockClient, type LockClient, type LockHandle } from '../../src/index.js';
+import { createLockClient, type FencedLock, type LockClient, type LockHandle } from '../../src/index.js';
 import { LogWriter, now } from './history.js';
 import { OracleClient } from './oracle.js';
 
@@ -23,7 +23,7 @@ import { OracleClient } from './oracle.js';
 export interface WorkerConfig {
   /** Worker id, unique within the run (`w1`, `w2`, …). */
   w: string;
-  mode: 'mutex' | 'many';
+  mode: 'mutex' | 'semaphore' | 'many';
   /** The Redis under test, or the worker's proxy in front of it. */
   url: string;
   oracleUrl: string;
@@ -34,7 +34,7 @@ export interface WorkerConfig {
   /** `lockWatchdogTimeout`. */
   leaseMs: number;
   responseTimeoutMs?: number;
-  /** Mutex mode: concurrent loops (waiters) in this process, each with its own owner. */
+  /** Mutex and semaphore modes: concurrent loops (waiters) in this process, each with its own owner. */
   waiters: number;
   workMs: [number, number];
   thinkMs: [number, number];
@@ -46,6 +46,18 @@ export interface WorkerConfig {
   count?: number;
   holdMs?: number;
   concurrency?: number;
+  /** Semaphore mode: the semaphore's number of permits. */
+  permits?: number;
+}
+
+/** What a loop holds (a lock or a permit), as the loop sees it. */
+interface Held {
+  /** The owner the client's `lockLost` event names: the lock's owner, the permit's id. */
+  owner: string;
+  signal: AbortSignal;
+  /** What the `enter` event records: the fencing token, or the permit id and its lease. */
+  logged: { tok: string } | { permit: string; leaseMs?: number };
+  release(): Promise<void>;
 }
 
 export type WorkerCommand = { cmd: 'run'; config: WorkerConfig } | { cmd: 'block'; ms: number } | { cmd: 'stop' } | { cmd: 'shutdown' } | { cmd: 'exit' };
@@ -103,7 +115,7 @@ class Run {
   start(): void {
     const { config } = this;
     if (config.mode === 'many') this.loops = this.many();
-    else this.loops = Promise.all(Array.from({ length: config.waiters }, (_, i) => this.mutex(i))).then(() => {});
+    else this.loops = Promise.all(Array.from({ length: config.waiters }, (_, i) => (config.mode === 'semaphore' ? this.semaphore(i) : this.mutex(i)))).then(() => {});
   }
 
   block(ms: number): void {
@@ -134,44 +146,31 @@ class Run {
     send({ type: 'done', w: this.config.w, timers: timers(), timersAtShutdown: atShutdown });
   }
 
-  /** One waiter: acquire → enter → fenced enter → work → (check) → commit → exit → release, until stopped. */
-  private async mutex(index: number): Promise<void> {
-    const { config, log, oracle } = this;
+  /** One waiter: acquire → enter → `work` (resolves with how the section ended) → exit → release, until stopped. */
+  private async loop<H extends Held>(index: number, take: (signal: AbortSignal) => Promise<H>, work: (sec: string, held: H) => Promise<'done' | 'lost'>): Promise<void> {
+    const { config, log } = this;
     const w = config.w;
     for (let n = 0; this.running; n++) {
       const sec = `${w}.${index}.${n}`;
       const started = now();
       log.write({ ev: 'acquire', t: started, w, sec });
-      const lock = this.client.getFencedLock(config.lockName);
-      let handle: LockHandle;
+      let held: H;
       try {
-        handle = await lock.acquire({ signal: this.stopping.signal });
+        held = await take(this.stopping.signal);
       } catch (error) {
         if (!this.running) break;
         log.write({ ev: 'acq-fail', t: now(), w, sec, err: (error as Error).name, msg: (error as Error).message });
         await sleep(between(config.thinkMs));
         continue;
       }
-      const token = handle.token!.toString();
       const entered = now();
-      log.write({ ev: 'enter', t: entered, w, sec, tok: token, waitMs: Math.round(entered - started) });
-      this.sections.set(handle.owner, sec);
+      log.write({ ev: 'enter', t: entered, w, sec, ...held.logged, waitMs: Math.round(entered - started) });
+      this.sections.set(held.owner, sec);
       if (config.notify) send({ type: 'enter', w, sec, t: entered });
       let reason: 'done' | 'lost' | 'error' = 'done';
       let message: string | undefined;
       try {
-        if (config.checkHolds) log.write({ ev: 'holds', t: now(), w, sec, holds: await lock.getHoldCount() });
-        const state = await oracle!.enter(sec, token);
-        log.write({ ev: 'begin', t: now(), w, sec, ok: state.ok });
-        await sleep(between(config.workMs), undefined, { signal: handle.signal }).catch(() => {});
-        if (handle.signal.aborted) {
-          reason = 'lost';
-        } else {
-          if (this.blockMs > 0) this.blockNow(sec);
-          const t0 = now();
-          const ok = await oracle!.commit(sec, token, state);
-          log.write({ ev: 'commit', t: now(), w, sec, ok, t0 });
-        }
+        reason = await work(sec, held);
       } catch (error) {
         reason = 'error';
         message = (error as Error).message;
@@ -179,14 +178,59 @@ class Run {
       log.write({ ev: 'exit', t: now(), w, sec, reason, msg: message });
       if (config.notify) send({ type: 'exit', w, sec, t: now() });
       try {
-        await handle.release();
+        await held.release();
         log.write({ ev: 'release', t: now(), w, sec, ok: true });
       } catch (error) {
         log.write({ ev: 'release', t: now(), w, sec, ok: false, err: (error as Error).name, msg: (error as Error).message });
       }
-      this.sections.delete(handle.owner);
+      this.sections.delete(held.owner);
       if (this.running) await sleep(between(config.thinkMs));
     }
+  }
+
+  /** Mutex mode: the fenced lock; in the section, (hold count) → fenced enter → work → (block) → commit. */
+  private mutex(index: number): Promise<void> {
+    return this.loop(index, async (signal) => {
+      const lock = this.client.getFencedLock(this.config.lockName);
+      const handle = await lock.acquire({ signal });
+      const token = handle.token!.toString();
+      return { owner: handle.owner, signal: handle.signal, logged: { tok: token }, release: () => handle.release(), lock, token };
+    }, (sec, held) => this.fenced(sec, held));
+  }
+
+  private async fenced(sec: string, held: Held & { lock: FencedLock; token: string }): Promise<'done' | 'lost'> {
+    const { config, log, oracle } = this;
+    const w = config.w;
+    if (config.checkHolds) log.write({ ev: 'holds', t: now(), w, sec, holds: await held.lock.getHoldCount() });
+    const state = await oracle!.enter(sec, held.token);
+    log.write({ ev: 'begin', t: now(), w, sec, ok: state.ok });
+    if (await this.work(held.signal)) return 'lost';
+    if (this.blockMs > 0) this.blockNow(sec);
+    const t0 = now();
+    const ok = await oracle!.commit(sec, held.token, state);
+    log.write({ ev: 'commit', t: now(), w, sec, ok, t0 });
+    return 'done';
+  }
+
+  /**
+   * Semaphore mode: one permit of the semaphore (its number of permits set by the first worker), with a
+   * lease of `leaseMs` every other section and renewed by the watchdog otherwise; in the section, work.
+   */
+  private async semaphore(index: number): Promise<void> {
+    const semaphore = this.client.getPermitExpirableSemaphore(this.config.lockName);
+    await semaphore.trySetPermits(this.config.permits!);
+    let leased = index % 2 === 1;
+    await this.loop(index, async (signal) => {
+      leased = !leased;
+      const handle = await semaphore.acquire({ signal, leaseTime: leased ? this.config.leaseMs : undefined });
+      return { owner: handle.id, signal: handle.signal, logged: { permit: handle.id, leaseMs: handle.leaseTime }, release: () => handle.release() };
+    }, async (_sec, held) => ((await this.work(held.signal)) ? 'lost' : 'done'));
+  }
+
+  /** Works for `workMs` unless `signal` aborts first; resolves with whether it did (the hold was lost). */
+  private async work(signal: AbortSignal): Promise<boolean> {
+    await sleep(between(this.config.workMs), undefined, { signal }).catch(() => {});
+    return signal.aborted;
   }
 
   /** The event loop blocked as by a long GC pause. */

@@ -60,7 +60,7 @@ describe('on Redis Cluster', () => {
     await Promise.all(locks.map((l) => l.unlock()));
   });
 
-  it('names whose braces do not form a hash tag fail fast with CrossSlotError explaining hash tags', () => {
+  it('names whose braces do not form a hash tag fail fast with CrossSlotError explaining hash tags (known failure 22)', () => {
     const client = topology.client();
     expect(() => client.getLock('orders{}:1')).toThrow(CrossSlotError);
     expect(() => client.getLock('orders}1')).toThrow(/hash tag/);

@@ -89,7 +89,7 @@ describe('MultiLock', () => {
     expect(await redisA.exists(multi.locks[0]!.key)).toBe(0);
   });
 
-  it('two callers with overlapping sets in opposite order both finish, and never hold the shared members together', async () => {
+  it('two callers with overlapping sets in opposite order both finish, and never hold the shared members together (known failure 21)', async () => {
     const clientsA = [lockClient(redisA), lockClient(redisB)];
     const clientsB = [lockClient(redisA), lockClient(redisB)];
     const name = uniqueName();

@@ -2,6 +2,10 @@
  * C1 mutual exclusion and C5 occupancy: every pair of overlapping critical sections of one lock, with the
  * overlap in milliseconds, split into expected (explained by a fault a lease cannot survive, see
  * causes.ts) and unexpected; and the largest number of sections open at once.
+ *
+ * With `capacity` > 1 (a semaphore's permits) only occupancy above it counts: a section entering while
+ * `capacity` or more are open overlaps the ones that end first, one pair per section too many, each for
+ * as long as that excess lasted. With a capacity of 1 that is every pair of overlapping sections.
  */
 import { max, round } from '../stats.js';
 import type { Cause, Causes } from './causes.js';
@@ -26,13 +30,14 @@ export interface ExclusionResult {
   examples: Overlap[];
 }
 
-export function checkExclusion(all: readonly Section[], causes: Causes): ExclusionResult {
+export function checkExclusion(all: readonly Section[], causes: Causes, capacity = 1): ExclusionResult {
   const overlaps: Overlap[] = [];
   const open: Section[] = [];
   let maxOccupancy = 0;
   for (const s of all) {
     for (let i = open.length - 1; i >= 0; i--) if (open[i]!.end <= s.start) open.splice(i, 1);
-    for (const holder of open) {
+    const excess = [...open].sort((a, b) => a.end - b.end).slice(0, Math.max(0, open.length - capacity + 1));
+    for (const holder of excess) {
       overlaps.push({ first: holder.sec, second: s.sec, ms: round(Math.min(holder.end, s.end) - s.start), cause: causes.explain(holder, s.start) });
     }
     open.push(s);

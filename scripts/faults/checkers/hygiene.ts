@@ -1,7 +1,7 @@
 /**
  * C7 hygiene: what a run left behind once every surviving worker stopped cleanly. Lock keys must be gone
  * within a lease (a killed holder's key expires; an orphan too), nothing may be left without a TTL except
- * fencing counters (kept on purpose), no channel may keep a subscriber, relock must hold no watchdog
+ * fencing counters and semaphore permit counts (configuration, kept on purpose), no channel may keep a subscriber, relock must hold no watchdog
  * entry or subscription, and a shut-down client must leave no timer behind.
  */
 import type { createClient } from 'redis';
@@ -11,7 +11,7 @@ type Redis = ReturnType<typeof createClient>;
 export interface HygieneFacts {
   /** Lock keys still there a lease after the workers stopped. */
   leftoverLockKeys: string[];
-  /** Keys without a TTL other than fencing counters. */
+  /** Keys without a TTL other than those kept on purpose (`KEPT`). */
   keysWithoutTtl: string[];
   /** Unlock latches left with a TTL (by killed workers; they expire by themselves). */
   latchesLeft: number;
@@ -29,6 +29,9 @@ export interface HygieneFacts {
   /** Workers that did not stop or shut down in time. */
   stuckWorkers: string[];
 }
+
+/** Prefixes of keys kept without a TTL on purpose: fencing counters, the number of permits of a semaphore. */
+const KEPT = ['relock:fence:', 'relock:permits:'];
 
 export const leakCount = (f: HygieneFacts): number =>
   f.leftoverLockKeys.length + f.keysWithoutTtl.length + f.subscribers + f.relockHolds + f.relockSubscriptions + f.timersLeft + f.stuckWorkers.length;
@@ -57,7 +60,7 @@ export async function keyFacts(redis: Redis, lockPattern: string, waitMs: number
   const withoutTtl: string[] = [];
   let latches = 0;
   for (const key of (await scan(redis, '*')).slice(0, 1000)) {
-    if (key.startsWith('relock:fence:')) continue;
+    if (KEPT.some((prefix) => key.startsWith(prefix))) continue;
     const ttl = await redis.pTTL(key);
     if (ttl === -1) withoutTtl.push(key);
     else if (key.startsWith('relock:unlock:') && ttl > 0) latches++;

@@ -2,9 +2,16 @@
  * C6 liveness: how long the lock stayed unusable. Recovery: from a fault that took the holder (or the
  * server) away to the next entry by another worker. Hand-off: from a section's exit to the next entry.
  * Also the longest any acquisition waited, and faults after which nobody entered again.
+ *
+ * With `capacity` > 1 (a semaphore's permits) the next entry does not show that the faulted holder's
+ * permit came back (another permit may have been released); recovery then ends at the first entry by
+ * another worker while `capacity - 1` other sections were open: every other permit was held by a live
+ * section, so that entry took the freed one. An upper bound: a permit free with no one waiting for it
+ * counts until someone does.
  */
 import type { NemesisEvent, WorkerEvent } from '../history.js';
 import { max, quantile } from '../stats.js';
+import type { Section } from './sections.js';
 
 export interface LivenessResult {
   recoveryP50Ms: number | null;
@@ -31,8 +38,11 @@ export function measuresRecovery(n: NemesisEvent): boolean {
  */
 export const RECOVERY_SLACK_MS = 2500;
 
-export function checkLiveness(events: readonly WorkerEvent[], nemesis: readonly NemesisEvent[], leaseMs: number): LivenessResult {
+export function checkLiveness(events: readonly WorkerEvent[], nemesis: readonly NemesisEvent[], leaseMs: number, all: readonly Section[], capacity = 1): LivenessResult {
   const enters = events.filter((e): e is Extract<WorkerEvent, { ev: 'enter' }> => e.ev === 'enter').sort((a, b) => a.t - b.t);
+  /** Whether entry `e` needed every permit but one to be held by others (always true for a lock). */
+  const full = (e: Extract<WorkerEvent, { ev: 'enter' }>): boolean =>
+    capacity === 1 || all.filter((s) => s.sec !== e.sec && s.start < e.t && s.end > e.t).length >= capacity - 1;
   const times = enters.map((e) => e.t);
   /** Index of the first entry after `t`. */
   const after = (t: number): number => {
@@ -50,7 +60,7 @@ export function checkLiveness(events: readonly WorkerEvent[], nemesis: readonly 
   let slow = 0;
   for (const n of nemesis.filter(measuresRecovery)) {
     let i = after(n.t0);
-    while (i < enters.length && n.w !== undefined && enters[i]!.w === n.w) i++;
+    while (i < enters.length && ((n.w !== undefined && enters[i]!.w === n.w) || !full(enters[i]!))) i++;
     if (i >= enters.length) {
       unrecovered++;
       continue;

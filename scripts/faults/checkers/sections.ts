@@ -9,7 +9,8 @@ import type { NemesisEvent, WorkerEvent } from '../history.js';
 export interface Section {
   w: string;
   sec: string;
-  tok: bigint;
+  /** The fencing token; none for a semaphore permit. */
+  tok: bigint | undefined;
   start: number;
   end: number;
   /** How it ended: `done`, `lost`, `error`, `killed` or `open` (never logged an exit). */
@@ -23,7 +24,7 @@ export function sections(events: readonly WorkerEvent[], nemesis: readonly Nemes
   const out: Section[] = [];
   for (const e of events) {
     if (e.ev === 'enter') {
-      const s: Section = { w: e.w, sec: e.sec, tok: BigInt(e.tok), start: e.t, end: endOfHistory, how: 'open' };
+      const s: Section = { w: e.w, sec: e.sec, tok: e.tok === undefined ? undefined : BigInt(e.tok), start: e.t, end: endOfHistory, how: 'open' };
       open.set(e.sec, s);
       out.push(s);
     } else if (e.ev === 'exit') {

@@ -1,7 +1,8 @@
 /**
  * C2 token order: in order of entry, every fencing token must be higher than every earlier one. A
  * token that is not is an inversion (or a duplicate); it is explained when Redis restarted without
- * persistence in between (the counter started again), and unexpected otherwise.
+ * persistence in between (the counter started again), and unexpected otherwise. Sections without a
+ * token (semaphore permits) are not checked.
  */
 import type { Causes } from './causes.js';
 import type { Section } from './sections.js';
@@ -14,13 +15,14 @@ export interface TokenResult {
 }
 
 export function checkTokens(all: readonly Section[], causes: Causes): TokenResult {
-  let highest: Section | undefined;
+  type Fenced = Section & { tok: bigint };
+  let highest: Fenced | undefined;
   let inversions = 0;
   let unexpected = 0;
   const examples: string[] = [];
   const seen = new Set<bigint>();
   let duplicates = 0;
-  for (const s of all) {
+  for (const s of all.filter((x): x is Fenced => x.tok !== undefined)) {
     if (seen.has(s.tok)) duplicates++;
     seen.add(s.tok);
     if (highest && s.tok <= highest.tok) {

@@ -3,25 +3,12 @@
  * until the feature is in this build.
  */
 import { readFileSync } from 'node:fs';
-import { LockClient } from '../../../src/index.js';
 import type { Scenario } from '../scenario.js';
 
-const has = (method: string): boolean => typeof (LockClient.prototype as unknown as Record<string, unknown>)[method] === 'function';
 
 const notYet = async (): Promise<number> => 0;
 
 export const skippedScenarios: Scenario[] = [
-  {
-    name: 'semaphore-holder-kill',
-    title: 'permit holders of a semaphore (3 permits, many workers) SIGKILLed',
-    expect: 'occupancy never above the permits; a killed holder\'s permit comes back after its lease',
-    skip: () =>
-      has('getSemaphore') || has('getPermitExpirableSemaphore')
-        ? 'the semaphores are in this build, but this scenario has not been written against their API yet'
-        : 'getSemaphore / getPermitExpirableSemaphore are not in this build (issue 3)',
-    setup: () => ({ workers: 0, leaseMs: 0 }),
-    nemesis: notYet,
-  },
   {
     name: 'sentinel-failover',
     title: 'Sentinel failover with the replication link cut, with and without syncReplicas',
