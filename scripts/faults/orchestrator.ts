@@ -1,7 +1,8 @@
 /**
  * Runs one scenario: starts its own redis-server (keyspace notifications on, so expirations are seen),
  * the workers (from the pool) and their proxies, lets the scenario's nemesis inject faults, stops
- * everything cleanly, checks hygiene, reads the histories and runs the checkers.
+ * everything cleanly, checks hygiene, reads the histories and runs the checkers. An in-process
+ * scenario (one that manages its own servers, such as the Sentinel one) fills its result itself.
  */
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, rmSync } from 'node:fs';
@@ -18,14 +19,15 @@ import { checkTokens } from './checkers/tokens.js';
 import { now, readLog, type NemesisEvent, type WorkerEvent } from './history.js';
 import { readOracle } from './oracle.js';
 import { onCleanup } from './processes.js';
-import { commonViolations, type ScenarioResult } from './result.js';
+import { commonViolations, emptyResult, type ScenarioResult } from './result.js';
 import { connect, Run, type Suite } from './run.js';
-import type { History, Scenario } from './scenario.js';
+import type { AnyScenario, History, InProcessScenario, Scenario } from './scenario.js';
 
 /** Runs `scenario` and returns its figures. Never throws: a failure of the harness is a violation. */
-export async function runScenario(scenario: Scenario, suite: Suite): Promise<ScenarioResult> {
+export async function runScenario(scenario: AnyScenario, suite: Suite): Promise<ScenarioResult> {
   const skip = scenario.skip?.();
-  if (skip) return skipped(scenario, skip);
+  if (skip) return { ...emptyResult(scenario), skipped: skip };
+  if ('runInProcess' in scenario) return runInProcess(scenario, suite);
   const setup = scenario.setup(suite.quick);
   const id = `${scenario.name}-${randomBytes(3).toString('hex')}`;
   const dir = join(suite.baseDir, scenario.name);
@@ -119,15 +121,17 @@ function check(scenario: Scenario, run: Run, runs: number, hygiene: HygieneFacts
   return result;
 }
 
-function skipped(scenario: Scenario, reason: string): ScenarioResult {
-  return {
-    scenario: scenario.name, title: scenario.title, skipped: reason, runs: 0, faultsInjected: 0, sections: 0, leaseMs: 0, durationMs: 0,
-    expectedOverlaps: 0, unexpectedOverlaps: 0, maxExpectedOverlapMs: null, maxUnexpectedOverlapMs: null, causes: {}, maxOccupancy: 0,
-    tokenInversions: 0, unexpectedTokenInversions: 0, duplicateTokens: 0,
-    staleWritesAccepted: 0, staleWritesAcceptedTokenReuse: 0, staleWritesRejected: 0, fencedOut: 0, lostUpdates: 0, fencedLostUpdates: 0, counterSets: 0,
-    recoveryP50Ms: null, recoveryP99Ms: null, recoveryMaxMs: null, unrecovered: 0, slowRecoveries: 0,
-    handoffP50Ms: null, handoffP99Ms: null, handoffMaxMs: null, maxWaitMs: null,
-    losses: 0, lossDetectionMs: null, lossDetectionMaxMs: null, lossesWithoutExpiry: 0, resumeToLossMaxMs: null, pausedNotTold: 0,
-    leaks: 0, crashes: 0, acquireErrors: {}, releaseErrors: {}, extra: {}, violations: [], ok: true,
-  };
+/** Runs a scenario that manages its own servers in this process (see `InProcessScenario`). */
+async function runInProcess(scenario: InProcessScenario, suite: Suite): Promise<ScenarioResult> {
+  const started = now();
+  const result = emptyResult(scenario);
+  try {
+    await scenario.runInProcess(suite.quick, result, suite.progress);
+  } catch (error) {
+    result.violations.unshift(`harness: ${(error as Error).stack ?? String(error)}`);
+  }
+  result.durationMs = Math.round(now() - started);
+  result.violations.push(...commonViolations(result, result.leaseMs));
+  result.ok = result.violations.length === 0;
+  return result;
 }

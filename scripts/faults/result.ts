@@ -48,3 +48,17 @@ export function commonViolations(r: ScenarioResult, leaseMs: number): string[] {
   if (r.slowRecoveries > 0) v.push(`${r.slowRecoveries} recovery(ies) longer than the fault + one lease + ${RECOVERY_SLACK_MS} ms (max ${r.recoveryMaxMs} ms)`);
   return v;
 }
+
+/** A result with no figures yet (every count 0, every time null), for a skipped or in-process scenario. */
+export function emptyResult(scenario: { name: string; title: string }): ScenarioResult {
+  return {
+    scenario: scenario.name, title: scenario.title, runs: 0, faultsInjected: 0, sections: 0, leaseMs: 0, durationMs: 0,
+    expectedOverlaps: 0, unexpectedOverlaps: 0, maxExpectedOverlapMs: null, maxUnexpectedOverlapMs: null, causes: {}, maxOccupancy: 0,
+    tokenInversions: 0, unexpectedTokenInversions: 0, duplicateTokens: 0,
+    staleWritesAccepted: 0, staleWritesAcceptedTokenReuse: 0, staleWritesRejected: 0, fencedOut: 0, lostUpdates: 0, fencedLostUpdates: 0, counterSets: 0,
+    recoveryP50Ms: null, recoveryP99Ms: null, recoveryMaxMs: null, unrecovered: 0, slowRecoveries: 0,
+    handoffP50Ms: null, handoffP99Ms: null, handoffMaxMs: null, maxWaitMs: null,
+    losses: 0, lossDetectionMs: null, lossDetectionMaxMs: null, lossesWithoutExpiry: 0, resumeToLossMaxMs: null, pausedNotTold: 0,
+    leaks: 0, crashes: 0, acquireErrors: {}, releaseErrors: {}, extra: {}, violations: [], ok: true,
+  };
+}

@@ -8,7 +8,10 @@
  * - `redis-restarted`: Redis restarted without persistence and was back before A's lease could have
  *   ended (down for less than a lease, plus `RESTART_MARGIN_MS` because the restart is timed from the
  *   kill to the server's "ready" line), so B was granted a lock Redis had forgotten;
- * - `key-expired-early`: the nemesis expired the key early (a forward jump of the server clock).
+ * - `key-expired-early`: the nemesis expired the key early (a forward jump of the server clock);
+ * - `unreplicated-failover`: the primary died before A's grant reached its replica, and the promoted
+ *   replica granted the lock again (asynchronous replication; the in-process sentinel-failover scenario
+ *   counts these itself, without `syncReplicas`).
  * Anything else is an unexpected overlap: a bug, or a promise the documentation must not make.
  */
 import type { NemesisEvent, WorkerEvent } from '../history.js';
@@ -17,7 +20,7 @@ import type { Section } from './sections.js';
 /** How much later than the server's real start the orchestrator may see it ready. */
 export const RESTART_MARGIN_MS = 200;
 
-export type Cause = 'holder-paused' | 'holder-stalled' | 'redis-restarted' | 'key-expired-early';
+export type Cause = 'holder-paused' | 'holder-stalled' | 'redis-restarted' | 'key-expired-early' | 'unreplicated-failover';
 
 /** The faults and stalls of one run, indexed for `explain()`. */
 export class Causes {

@@ -1,9 +1,9 @@
 /** Every scenario, in the order they run. */
-import type { Scenario } from '../scenario.js';
+import type { AnyScenario } from '../scenario.js';
 import { networkScenarios } from './network.js';
 import { processScenarios } from './process.js';
 import { redisScenarios } from './redis.js';
 import { scaleScenarios } from './scale.js';
-import { skippedScenarios } from './skipped.js';
+import { sentinelFailover } from './sentinel.js';
 
-export const scenarios: Scenario[] = [...processScenarios, ...redisScenarios, ...networkScenarios, ...scaleScenarios, ...skippedScenarios];
+export const scenarios: AnyScenario[] = [...processScenarios, ...redisScenarios, ...networkScenarios, ...scaleScenarios, sentinelFailover];
