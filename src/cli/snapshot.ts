@@ -93,7 +93,7 @@ export async function subscribers(connection: Connection, channels: readonly str
   const counts = new Map<string, number>();
   if (channels.length === 0) return counts;
   const verb = connection.publishCommand === 'spublish' ? 'SHARDNUMSUB' : 'NUMSUB';
-  const reply = await connection.send(channels[0], ['PUBSUB', verb, ...channels]);
+  const reply = await connection.sendKeyless(channels[0], ['PUBSUB', verb, ...channels]);
   if (Array.isArray(reply)) {
     for (let i = 0; i + 1 < reply.length; i += 2) counts.set(String(reply[i]), Number(reply[i + 1]));
   } else {

@@ -1,6 +1,7 @@
 import { createClient } from 'redis';
 import { InvalidArgumentError } from '../errors.js';
 import { outsideContexts } from '../context.js';
+import { keySlot } from '../keys.js';
 
 /** The kind of node-redis client relock talks through. */
 export type Topology = 'standalone' | 'cluster' | 'sentinel';
@@ -22,6 +23,12 @@ export interface Connection {
   readonly publishCommand: 'publish' | 'spublish';
   /** Sends one command; `firstKey` routes it on a cluster. */
   send(firstKey: string | undefined, args: readonly string[]): Promise<unknown>;
+  /**
+   * Sends a command without keys (`WAIT`, `INFO`, `PUBSUB SHARDNUMSUB`) to the node serving `slotKey`:
+   * on a cluster, the primary of its slot, on the connection that key's scripts use. (`send` would let
+   * node-redis 6 route it by the command's policy instead: `WAIT` to every shard, `PUBSUB` to any node.)
+   */
+  sendKeyless(slotKey: string, args: readonly string[]): Promise<unknown>;
   subscribe(channel: string, listener: MessageListener): Promise<void>;
   unsubscribe(channel: string, listener: MessageListener): Promise<void>;
   /**
@@ -60,6 +67,7 @@ interface StandaloneClient extends EventSource, PubSubApi {
 interface ClusterClient extends EventSource, PubSubApi {
   sendCommand(firstKey: string | undefined, isReadonly: boolean | undefined, args: readonly string[], options?: object): Promise<unknown>;
   getSlotMaster(slot: number): unknown;
+  nodeClient(node: unknown): Promise<{ sendCommand(args: readonly string[], options?: object): Promise<unknown> }> | { sendCommand(args: readonly string[], options?: object): Promise<unknown> };
   readonly _keyPrefix?: string;
 }
 interface SentinelClient extends EventSource, PubSubApi {
@@ -79,7 +87,7 @@ export function detectTopology(client: unknown): Topology {
   if (typeof (client as { status?: unknown }).status === 'string' && has(client, 'evalsha') && !('isReady' in client)) {
     throw new InvalidArgumentError('redis', 'this looks like an ioredis client; relock talks to Redis through node-redis: pass createClient(), createCluster() or createSentinel() from "redis" (v5 or v6), or give `url`');
   }
-  if (has(client, 'getSlotMaster')) return requireMethods(client, 'cluster', ['sendCommand', 'sSubscribe', 'sUnsubscribe', 'subscribe', 'unsubscribe']);
+  if (has(client, 'getSlotMaster')) return requireMethods(client, 'cluster', ['sendCommand', 'nodeClient', 'sSubscribe', 'sUnsubscribe', 'subscribe', 'unsubscribe']);
   if (has(client, 'getSentinelNode')) return requireMethods(client, 'sentinel', ['sendCommand', 'subscribe', 'unsubscribe']);
   requireMethods(client, 'standalone', ['sendCommand', 'duplicate', 'connect', 'subscribe', 'unsubscribe', 'on']);
   if (!('isReady' in client)) throw new InvalidArgumentError('redis', 'the client has no `isReady`: pass a node-redis v5 or v6 client (createClient from "redis")');
@@ -159,6 +167,9 @@ function standaloneConnection(client: StandaloneClient, owned: boolean, onError:
       }
       return client.sendCommand(args, COMMAND_OPTIONS);
     },
+    sendKeyless(slotKey, args) {
+      return this.send(slotKey, args);
+    },
     async subscribe(channel, listener) {
       await getSubscriber();
       await subscriber!.subscribe(channel, listener);
@@ -189,6 +200,7 @@ function clusterConnection(cluster: ClusterClient): Connection {
     clientKeyPrefix: cluster._keyPrefix,
     publishCommand: 'spublish',
     send: (firstKey, args) => cluster.sendCommand(firstKey, false, args, COMMAND_OPTIONS),
+    sendKeyless: async (slotKey, args) => (await cluster.nodeClient(cluster.getSlotMaster(keySlot(slotKey)))).sendCommand(args, COMMAND_OPTIONS),
     subscribe: async (channel, listener) => void (await cluster.sSubscribe!(channel, listener)),
     unsubscribe: async (channel, listener) => void (await cluster.sUnsubscribe!(channel, listener)),
     onReconnected: reconnected.add,
@@ -208,6 +220,7 @@ function sentinelConnection(sentinel: SentinelClient): Connection {
     clientKeyPrefix: sentinel._keyPrefix,
     publishCommand: 'publish',
     send: (_firstKey, args) => sentinel.sendCommand(false, args, COMMAND_OPTIONS),
+    sendKeyless: (_slotKey, args) => sentinel.sendCommand(false, args, COMMAND_OPTIONS),
     subscribe: async (channel, listener) => void (await sentinel.subscribe(channel, listener)),
     unsubscribe: async (channel, listener) => void (await sentinel.unsubscribe(channel, listener)),
     onReconnected: reconnected.add,

@@ -34,7 +34,7 @@ export class ReplicaSync {
     if (replicas === 0) return;
     let acked: number;
     try {
-      const reply = await this.executor.attempt(this.executor.connection.send(key, ['WAIT', String(replicas), String(this.timeoutMs)]), this.timeoutMs + this.executor.responseTimeout);
+      const reply = await this.executor.attempt(this.executor.connection.sendKeyless(key, ['WAIT', String(replicas), String(this.timeoutMs)]), this.timeoutMs + this.executor.responseTimeout);
       acked = Number(reply);
     } catch (error) {
       if (error instanceof Error && /unknown command|NOPERM|not allowed/i.test(error.message)) {
@@ -59,7 +59,7 @@ export class ReplicaSync {
     const slot = this.slot(key);
     const cached = this.replicas.get(slot);
     if (cached && performance.now() - cached.at < 5000) return cached.count;
-    const info = String(await this.executor.attempt(this.executor.connection.send(key, ['INFO', 'replication'])));
+    const info = String(await this.executor.attempt(this.executor.connection.sendKeyless(key, ['INFO', 'replication'])));
     const count = Number(/connected_slaves:(\d+)/.exec(info)?.[1] ?? 0);
     this.replicas.set(slot, { count, at: performance.now() });
     return count;

@@ -66,6 +66,20 @@ describe('on Redis Cluster', () => {
     expect(() => client.getLock('orders}1')).toThrow(/hash tag/);
   });
 
+  it('syncReplicas: WAIT goes to the primary of the lock\'s slot, on the connection its script used', async () => {
+    const waits = async (): Promise<number[]> =>
+      Promise.all(cluster.nodes.map(async (n) => Number(/cmdstat_wait:calls=(\d+)/.exec(String(await cluster.command(n, ['INFO', 'commandstats'])))?.[1] ?? 0)));
+    const client = topology.client({ syncReplicas: { timeout: 2000 } });
+    const lock = client.getLock(uniqueName());
+    const { primary } = await cluster.roles(lock.key);
+    const before = await waits();
+    expect(await lock.tryLock(0, 5, 'seconds')).toBe(true);
+    const after = await waits();
+    const delta = after.map((calls, i) => calls - before[i]!);
+    expect(delta).toEqual(cluster.nodes.map((n) => (n === primary ? 1 : 0)));
+    await lock.unlock();
+  });
+
   it('a lock held through a CLUSTER FAILOVER stays held, is renewed on the new primary, and its waiter gets it after release', async () => {
     const client = topology.client({ lockWatchdogTimeout: 3000 });
     const name = `failover:{${uniqueName()}}`;
