@@ -1,7 +1,8 @@
 /**
  * The fault-injection suite (`npm run faults`): runs every scenario of scripts/faults/scenarios against
- * its own redis-server with forked workers, injects faults, checks the histories, and exits non-zero when
- * an invariant that must hold is broken. See docs/reliability.md.
+ * its own redis-server with forked workers (the Sentinel scenario starts its own primary, replica and
+ * sentinel and runs its clients in this process), injects faults, checks the histories, and exits
+ * non-zero when an invariant that must hold is broken. See docs/reliability.md.
  *
  *   npm run faults                      full run (more iterations)
  *   npm run faults -- --quick           short run of every scenario (CI)
