@@ -115,6 +115,7 @@ export class LockClient extends EventEmitter<LockClientEvents> {
   constructor(options: LockClientOptions) {
     super();
     const o = resolveOptions(options);
+    if (options.keyPrefix !== undefined) checkKeyPrefix(options.keyPrefix);
     const log = (options.logger ?? pino({ level: 'silent' })).child({ component: 'relock', clientId: this.id });
     const connection: Connection = openConnection({
       redis: options.redis,
@@ -122,7 +123,7 @@ export class LockClient extends EventEmitter<LockClientEvents> {
       onError: (error, source) => log.debug({ err: error, source }, 'Redis connection error'),
     });
     const keyPrefix = options.keyPrefix ?? connection.clientKeyPrefix ?? '';
-    mainKey(keyPrefix, 'x');
+    if (options.keyPrefix === undefined) checkKeyPrefix(keyPrefix);
     const executor = new Executor(connection, o.retry, o.responseTimeout, log);
     const clustered = connection.topology === 'cluster';
     const latchTtl = Math.ceil((o.responseTimeout + 2 * o.retry.maxTimeout) * (o.retry.retries + 1));
@@ -256,6 +257,7 @@ export class LockClient extends EventEmitter<LockClientEvents> {
    * logged), or the release's error when `fn` succeeded (`IllegalMonitorStateError` when the lock was lost).
    */
   withLock<T>(name: string, fn: (signal: AbortSignal) => T | Promise<T>, options?: AcquireOptions): Promise<T> {
+    if (typeof fn !== 'function') return Promise.reject(new InvalidArgumentError('fn', 'must be a function'));
     return runInContext(async () => {
       const handle = await this.getLock(name).acquire(options);
       let result: T;
@@ -337,6 +339,9 @@ function resolveOptions(options: LockClientOptions): ResolvedOptions {
   if (options === null || typeof options !== 'object') throw new InvalidArgumentError('options', 'expected an object such as { url: "redis://localhost:6379" }');
   if (options.redis !== undefined && options.url !== undefined) throw new InvalidArgumentError('options', 'give either `redis` or `url`, not both');
   if (options.keyPrefix !== undefined && typeof options.keyPrefix !== 'string') throw new InvalidArgumentError('keyPrefix', 'must be a string');
+  if (options.logger !== undefined && typeof (options.logger as { child?: unknown } | null)?.child !== 'function') {
+    throw new InvalidArgumentError('logger', 'must be a pino (or pino-compatible) logger, with child()');
+  }
   const retry = { ...DEFAULT_RETRY, ...options.retry };
   for (const [name, value] of Object.entries(retry)) {
     if (name === 'randomize') {
@@ -349,7 +354,7 @@ function resolveOptions(options: LockClientOptions): ResolvedOptions {
     lockWatchdogTimeout: positive('lockWatchdogTimeout', options.lockWatchdogTimeout, 30_000),
     subscriptionTimeout: positive('subscriptionTimeout', options.subscriptionTimeout, 7_500),
     responseTimeout: positive('responseTimeout', options.responseTimeout, 3_000),
-    watchdogBatchSize: Math.floor(positive('watchdogBatchSize', options.watchdogBatchSize, 100)),
+    watchdogBatchSize: positive('watchdogBatchSize', options.watchdogBatchSize, 100, 'holds'),
     fairLockWaitTimeout: positive('fairLockWaitTimeout', options.fairLockWaitTimeout, 300_000),
     retry,
     syncReplicasTimeout: syncTimeout(options.syncReplicas),
@@ -363,10 +368,20 @@ function syncTimeout(option: LockClientOptions['syncReplicas']): number | undefi
   return positive('syncReplicas.timeout', option.timeout, 1000);
 }
 
-function positive(name: string, value: number | undefined, fallback: number): number {
+/** Throws `InvalidArgumentError` for a key prefix whose braces would break every name's hash tag. */
+function checkKeyPrefix(keyPrefix: string): void {
+  try {
+    mainKey(keyPrefix, 'x');
+  } catch (error) {
+    throw new InvalidArgumentError('keyPrefix', `"${keyPrefix}" has braces that do not form a {hash tag}, which would break the hash tag of every name: use a prefix with a whole {tag} or no braces (${(error as Error).message})`);
+  }
+}
+
+/** A positive whole number (of milliseconds unless `what` says otherwise): these go to Redis as integers (`PEXPIRE`, `WAIT`). */
+function positive(name: string, value: number | undefined, fallback: number, what = 'milliseconds'): number {
   if (value === undefined) return fallback;
-  if (typeof value !== 'number' || !(value > 0) || !Number.isFinite(value)) {
-    throw new InvalidArgumentError(name, `must be a positive number of milliseconds; got ${String(value)}`);
+  if (typeof value !== 'number' || !(value > 0) || !Number.isSafeInteger(value)) {
+    throw new InvalidArgumentError(name, `must be a positive whole number of ${what}; got ${String(value)}`);
   }
   return value;
 }

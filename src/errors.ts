@@ -114,7 +114,7 @@ export class WrongTypeError extends RelockError {
  */
 export class ClientClosedError extends RelockError {
   constructor(options?: { cause?: unknown }) {
-    super('CLIENT_CLOSED', 'the lock client is shut down or its Redis connection was closed', options);
+    super('CLIENT_CLOSED', 'the lock client is shut down, or its node-redis client is closed or not connected yet (call connect() on a client you pass to createLockClient)', options);
   }
 }
 

@@ -33,6 +33,15 @@ describe('createLockClient', () => {
     expect(() => createLockClient({ redis, subscriptionTimeout: -1 })).toThrow(/subscriptionTimeout/);
     expect(() => createLockClient({ redis, retry: { retries: Number.NaN } })).toThrow(/retry.retries/);
     expect(() => createLockClient({ redis, keyPrefix: 'a}b' })).toThrow(/hash tag/);
+    expect(() => createLockClient({ redis, keyPrefix: '{' })).toThrow(/keyPrefix.*"\{"/);
+    // Values that reach Redis as integers (PEXPIRE, WAIT) must be whole numbers.
+    expect(() => createLockClient({ redis, lockWatchdogTimeout: 1500.5 })).toThrow(/lockWatchdogTimeout.*whole number/);
+    expect(() => createLockClient({ redis, syncReplicas: { timeout: 0.5 } })).toThrow(/syncReplicas.timeout/);
+    expect(() => createLockClient({ redis, watchdogBatchSize: 0.5 })).toThrow(/watchdogBatchSize.*whole number of holds/);
+    expect(() => createLockClient({ redis, logger: {} as never })).toThrow(/logger/);
+    expect(() => createLockClient({ url: 'not a url' })).toThrow(InvalidArgumentError);
+    expect(() => createLockClient({ url: 'http://localhost:6379' })).toThrow(/must start with redis:\/\//);
+    expect(() => createLockClient({ url: 42 as never })).toThrow(/url.*string/);
   });
 
   it('after shutdown(): no leftover keys, subscriptions or timers, and the user\'s client stays open', async () => {
@@ -84,6 +93,7 @@ describe('createLockClient', () => {
     const error = await client.getLock(uniqueName()).tryLock().catch((e: unknown) => e);
     expect(error).toBeInstanceOf(RedisUnavailableError);
     expect((error as Error).cause).toBeInstanceOf(Error); // known failure 4: each class carries its cause
+    expect((error as Error).cause).toMatchObject({ code: 'ECONNREFUSED' }); // the connection's error, not a timeout
     expect(performance.now() - started).toBeLessThan(2000);
     await client.shutdown();
   });

@@ -1,7 +1,7 @@
 import { createClient, createCluster } from 'redis';
 import { createLockClient, type LockClient } from '../client.js';
 import { RelockError } from '../errors.js';
-import { openConnection, type Connection } from '../redis/connection.js';
+import { openConnection, redisUrlProblem, type Connection } from '../redis/connection.js';
 import { CliError, usageError } from './errors.js';
 import type { CommonOptions } from './options.js';
 
@@ -93,13 +93,8 @@ export async function connect(options: CommonOptions): Promise<Target> {
 
 /** The URL if node-redis can use it, else a usage error. */
 function checkUrl(url: string): string {
-  let parsed: URL;
-  try {
-    parsed = new URL(url);
-  } catch {
-    throw usageError(`"${url}" is not a Redis URL; use redis://[user:password@]host:port[/db] (--url or REDIS_URL)`);
-  }
-  if (!['redis:', 'rediss:', 'unix:'].includes(parsed.protocol)) throw usageError(`"${url}" is not a Redis URL: it must start with redis://, rediss:// or unix://`);
+  const problem = redisUrlProblem(url);
+  if (problem) throw usageError(`${problem} (--url or REDIS_URL)`);
   return url;
 }
 

@@ -3,7 +3,7 @@ import type { Core } from '../core.js';
 import { InvalidArgumentError } from '../errors.js';
 import { RECONNECTED, type WakeRule } from '../pubsub/channels.js';
 import { waitFor, type Attempt } from '../pubsub/wait.js';
-import { waitMillis, type TimeUnit } from '../time.js';
+import { checkOptions, waitMillis, type TimeUnit } from '../time.js';
 import { COUNT_DOWN, TRY_SET_COUNT } from './scripts.js';
 
 /** Options of `RCountDownLatch.await()`. */
@@ -73,7 +73,7 @@ export class RCountDownLatch extends CountedObject {
   await(waitTime: number, unit: TimeUnit): Promise<boolean>;
   await(options: LatchAwaitOptions): Promise<boolean>;
   async await(waitOrOptions?: number | LatchAwaitOptions, unit?: TimeUnit): Promise<boolean | void> {
-    const options: LatchAwaitOptions = typeof waitOrOptions === 'object' ? waitOrOptions : { waitTime: waitOrOptions, unit };
+    const options: LatchAwaitOptions = typeof waitOrOptions === 'object' ? checkOptions(waitOrOptions) : { waitTime: waitOrOptions, unit };
     if (typeof waitOrOptions === 'number' && unit === undefined) throw new InvalidArgumentError('unit', 'a time unit is required with a time, e.g. await(5, "seconds")');
     const wait = waitMillis(options.waitTime, options.unit);
     options.signal?.throwIfAborted();

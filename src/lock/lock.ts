@@ -4,7 +4,7 @@ import { IllegalMonitorStateError, InvalidArgumentError, LockAcquireTimeoutError
 import { auxName, mainKey } from '../keys.js';
 import type { WakeRule } from '../pubsub/channels.js';
 import { waitFor, type Attempt } from '../pubsub/wait.js';
-import { leaseMillis, monotonic, waitMillis, type TimeUnit } from '../time.js';
+import { checkOptions, leaseMillis, monotonic, waitMillis, type TimeUnit } from '../time.js';
 import { clockDriftMs, type Renewal, type RenewalKind } from '../watchdog/watchdog.js';
 import { LockHandle } from './handle.js';
 import { ACQUIRE, FORCE_UNLOCK, RENEW, UNLOCK } from './scripts.js';
@@ -161,6 +161,7 @@ export class RLock {
    * aborted, and the errors of `tryLock`.
    */
   async acquire(options: AcquireOptions = {}): Promise<LockHandle> {
+    checkOptions(options);
     const wait = waitMillis(options.waitTime, options.unit);
     const lease = leaseMillis(options.leaseTime, options.unit);
     options.signal?.throwIfAborted();
@@ -185,8 +186,9 @@ export class RLock {
    * Deletes the lock whoever holds it and wakes waiters (Redisson's `forceUnlock`; `DEL` of the lock key and
    * a `0` published on its channel, nothing for a spin lock). Resolves to true when a lock was deleted.
    * Holders are not told, except a watchdog holder through its next renewal (`lockLost`, reason
-   * `'expired'`); this client's own renewals of the lock stop at once. The key is deleted whatever it
-   * holds. Throws `RedisUnavailableError`, `ClientClosedError`.
+   * `'expired'`); this client's own renewals of the lock stop at once. A key that holds another type
+   * (application data) is left alone. Throws `WrongTypeError` (then), `RedisUnavailableError`,
+   * `ClientClosedError`.
    */
   async forceUnlock(): Promise<boolean> {
     this.core.checkOpen();

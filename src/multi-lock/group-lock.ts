@@ -3,7 +3,7 @@ import type { Core } from '../core.js';
 import { LockAcquireTimeoutError } from '../errors.js';
 import type { LockHandle } from '../lock/handle.js';
 import { requireUnit, tryLockTimes, type AcquireOptions, type RLock } from '../lock/lock.js';
-import { leaseMillis, waitMillis, type TimeUnit } from '../time.js';
+import { checkOptions, leaseMillis, waitMillis, type TimeUnit } from '../time.js';
 import { checkMembers, contextsOf, groupHandle, groupName, type Holding } from './members.js';
 
 /** What a group acquisition got: the members it holds and, for RedLock, the end of validity (monotonic ms). */
@@ -76,6 +76,7 @@ export abstract class GroupLock {
    * `lock()`.
    */
   async acquire(options: AcquireOptions = {}): Promise<LockHandle> {
+    checkOptions(options);
     const wait = waitMillis(options.waitTime, options.unit);
     const lease = leaseMillis(options.leaseTime, options.unit);
     options.signal?.throwIfAborted();

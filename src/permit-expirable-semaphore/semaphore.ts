@@ -5,7 +5,7 @@ import { auxName, mainKey } from '../keys.js';
 import { waitFor, type Attempt } from '../pubsub/wait.js';
 import { runObjectScript, type ObjectRunOptions, type ObjectScript } from '../redis/object-script.js';
 import { acquireOutcome, permitCount, permitDelta, permitTotal, requireUnit, tookPermits, WAKE_BY_PERMITS } from '../semaphore/permits.js';
-import { leaseMillis, monotonic, waitMillis, type TimeUnit } from '../time.js';
+import { checkOptions, leaseMillis, monotonic, waitMillis, type TimeUnit } from '../time.js';
 import { clockDriftMs, type RenewalKind } from '../watchdog/watchdog.js';
 import { PermitHandle } from './handle.js';
 import { ACQUIRE, ADD_LIMIT, COUNTS, RELEASE, RENEW, SET_LIMIT, TRY_SET_LIMIT, UPDATE_LEASE } from './scripts.js';
@@ -93,6 +93,7 @@ export class RPermitExpirableSemaphore {
    * `InvalidArgumentError`, `WrongTypeError`, `RedisUnavailableError`, `ClientClosedError`.
    */
   async acquire(options: PermitAcquireOptions = {}): Promise<PermitHandle> {
+    checkOptions(options);
     const permits = permitCount(options.permits ?? 1);
     const wait = waitMillis(options.waitTime, options.unit);
     const lease = leaseMillis(options.leaseTime, options.unit);

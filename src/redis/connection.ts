@@ -114,6 +114,23 @@ export interface ConnectionOptions {
   onError: (error: unknown, source: 'command' | 'subscriber') => void;
 }
 
+/**
+ * What is wrong with `url` as a node-redis URL (`redis://`, `rediss://` or `unix://`), or undefined when
+ * nothing is. Shared with the CLI.
+ */
+export function redisUrlProblem(url: unknown): string | undefined {
+  const usage = 'use redis://[user:password@]host:port[/db]';
+  if (typeof url !== 'string' || url.length === 0) return `must be a Redis URL string; ${usage}`;
+  let protocol: string;
+  try {
+    protocol = new URL(url).protocol;
+  } catch {
+    return `"${url}" is not a Redis URL; ${usage}`;
+  }
+  if (!['redis:', 'rediss:', 'unix:'].includes(protocol)) return `"${url}" is not a Redis URL: it must start with redis://, rediss:// or unix://`;
+  return undefined;
+}
+
 /** Builds the `Connection` for a user-supplied client or a URL. */
 export function openConnection(options: ConnectionOptions): Connection {
   if (options.redis !== undefined) {
@@ -122,10 +139,12 @@ export function openConnection(options: ConnectionOptions): Connection {
     if (topology === 'sentinel') return sentinelConnection(options.redis as SentinelClient);
     return standaloneConnection(options.redis as StandaloneClient, false, options.onError);
   }
-  if (typeof options.url !== 'string' || options.url.length === 0) {
+  if (options.url === undefined) {
     throw new InvalidArgumentError('options', 'give either `redis` (a connected node-redis client) or `url` (such as "redis://localhost:6379")');
   }
-  const url = options.url;
+  const problem = redisUrlProblem(options.url);
+  if (problem) throw new InvalidArgumentError('url', problem);
+  const url = options.url as string;
   const client = outsideContexts(() =>
     (createClient({ url, disableOfflineQueue: true }) as unknown as StandaloneClient).on('error', (e) => options.onError(e, 'command')),
   ) as StandaloneClient;
@@ -133,9 +152,12 @@ export function openConnection(options: ConnectionOptions): Connection {
 }
 
 function standaloneConnection(client: StandaloneClient, owned: boolean, onError: ConnectionOptions['onError']): Connection {
-  // A client relock owns starts connecting now; commands wait for it instead of failing while it is offline.
+  // A client relock owns starts connecting now; commands wait for it instead of failing while it is
+  // offline, until it connects or its next connection error (ECONNREFUSED, ENOTFOUND: transient, so the
+  // caller's retry policy and wait time decide, and the error names the cause).
   let ready: Promise<unknown> | undefined = owned ? outsideContexts(() => client.connect()) : undefined;
   ready?.catch(() => {});
+  const connectError = owned ? new NextEvent(client, 'error') : undefined;
   let subscriber: StandaloneClient | undefined;
   let subscriberReady: Promise<unknown> | undefined;
   const reconnected = new Notifier();
@@ -163,7 +185,7 @@ function standaloneConnection(client: StandaloneClient, owned: boolean, onError:
     send(_firstKey, args) {
       if (ready !== undefined) {
         if (client.isReady) ready = undefined;
-        else return ready.then(() => client.sendCommand(args, COMMAND_OPTIONS));
+        else return Promise.race([ready, connectError!.next()]).then(() => client.sendCommand(args, COMMAND_OPTIONS));
       }
       return client.sendCommand(args, COMMAND_OPTIONS);
     },
@@ -226,6 +248,28 @@ function sentinelConnection(sentinel: SentinelClient): Connection {
     onReconnected: reconnected.add,
     close: async () => void sentinel.off?.('topology-change', reconnected.notify),
   };
+}
+
+/** A promise that rejects with the next `event` of `source` (one listener however many callers wait). */
+class NextEvent {
+  private pending: Promise<never> | undefined;
+  private rejectPending: ((error: unknown) => void) | undefined;
+
+  constructor(source: EventSource, event: string) {
+    source.on(event, (error: unknown) => {
+      const reject = this.rejectPending;
+      this.pending = this.rejectPending = undefined;
+      reject?.(error);
+    });
+  }
+
+  next(): Promise<never> {
+    if (!this.pending) {
+      this.pending = new Promise<never>((_, reject) => (this.rejectPending = reject));
+      this.pending.catch(() => {});
+    }
+    return this.pending;
+  }
 }
 
 /** Callbacks run when a connection is back or the topology changed. */

@@ -97,6 +97,16 @@ class InFlight<T> {
 }
 
 /**
+ * `error`, with this realm's `Error.prototype` when it is an error made in another realm (Node's own
+ * socket errors, such as ECONNREFUSED, under a VM sandbox like jest's): p-retry retries only values that
+ * are `instanceof Error` and treats anything else as a bug in the caller.
+ */
+function ownRealm(error: unknown): unknown {
+  if (error instanceof Error || typeof (error as Error | null)?.message !== 'string') return error;
+  return Object.setPrototypeOf(error, Error.prototype);
+}
+
+/**
  * Runs Redis calls with the retry policy and a response timeout. Deadlines of calls in flight are
  * checked by one coarse timer per client (not a timer per command), which runs only while calls are
  * in flight.
@@ -136,9 +146,11 @@ export class Executor {
       const signal = options.signal ? AbortSignal.any([options.signal, this.closing.signal]) : this.closing.signal;
       return await pRetry(
         (attempt) => {
-          if (attempt === 1) throw first;
+          if (attempt === 1) throw ownRealm(first);
           if (this.closed) throw new ClientClosedError();
-          return this.bounded(call(attempt), this.responseTimeout, signal, dangling);
+          return this.bounded(call(attempt), this.responseTimeout, signal, dangling).catch((error: unknown) => {
+            throw ownRealm(error);
+          });
         },
         {
           ...this.policy,

@@ -16,9 +16,12 @@ const NOT_SENT = new Set(['ClientOfflineError', 'ConnectionTimeoutError', 'RootN
 const IN_FLIGHT = new Set(['SocketClosedUnexpectedlyError', 'SocketTimeoutError', 'SocketTimeoutDuringMaintenanceError', 'DisconnectsClientError', 'ResponseTimeoutError']);
 const NOT_SENT_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH']);
 
-export function classify(error: unknown): Failure {
-  if (!(error instanceof Error)) return 'fatal';
-  const kind = error.constructor.name;
+export function classify(failure: unknown): Failure {
+  // Not `instanceof Error`: socket errors are made in Node's own realm, which differs from the caller's
+  // under a VM sandbox (jest), and must still be recognised.
+  if (typeof (failure as Error | null)?.message !== 'string') return 'fatal';
+  const error = failure as Error;
+  const kind = error.constructor?.name;
   if (kind === 'ClientClosedError') return 'closed';
   if (NOT_SENT.has(kind) || error.message === 'The queue is full') return 'transient';
   if (IN_FLIGHT.has(kind)) return 'ambiguous';

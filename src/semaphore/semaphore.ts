@@ -2,7 +2,7 @@ import { CountedObject } from '../counted.js';
 import type { Core } from '../core.js';
 import { PermitAcquireTimeoutError } from '../errors.js';
 import { waitFor, type Attempt } from '../pubsub/wait.js';
-import { waitMillis, type TimeUnit } from '../time.js';
+import { checkOptions, waitMillis, type TimeUnit } from '../time.js';
 import { acquireOutcome, permitCount, permitDelta, permitTotal, requireUnit, tookPermits, WAKE_BY_PERMITS } from './permits.js';
 import { ACQUIRE, ADD, DRAIN, TRY_SET } from './scripts.js';
 
@@ -68,7 +68,7 @@ export class RSemaphore extends CountedObject {
    * `WrongTypeError`, `RedisUnavailableError`, `ClientClosedError`.
    */
   async acquire(permitsOrOptions: number | SemaphoreAcquireOptions = 1): Promise<void> {
-    const options = typeof permitsOrOptions === 'number' ? { permits: permitsOrOptions } : permitsOrOptions;
+    const options = typeof permitsOrOptions === 'number' ? { permits: permitsOrOptions } : checkOptions(permitsOrOptions);
     const permits = permitCount(options.permits ?? 1);
     const wait = waitMillis(options.waitTime, options.unit);
     options.signal?.throwIfAborted();

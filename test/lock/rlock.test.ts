@@ -158,6 +158,19 @@ describe('RLock basics', () => {
     await expect(lock.tryLock(1, 0, 's')).rejects.toThrow(/leaseTime/);
     await expect(lock.tryLock(1, 5 as unknown as 's')).rejects.toThrow(/unit/);
     await expect(lock.lock(Number.NaN, 's')).rejects.toThrow(/leaseTime.*number/);
+    // A lease PEXPIRE cannot take is refused before anything is sent: no key left without a TTL.
+    await expect(lock.tryLock(0, Number.MAX_SAFE_INTEGER, 'hours')).rejects.toThrow(InvalidArgumentError);
+    await expect(lock.tryLock(0, 1e20, 's')).rejects.toThrow(/leaseTime.*at most/);
+    // Units are looked up as own properties only.
+    await expect(lock.tryLock(1, 'toString' as 's')).rejects.toThrow(/unknown time unit/);
+    await expect(lock.tryLock(1, 5, '__proto__' as 's')).rejects.toThrow(/unknown time unit/);
+    // Options objects: their type, their unit even without a time, their signal.
+    await expect(lock.acquire('100' as never)).rejects.toThrow(/options.*got string/);
+    await expect(lock.acquire(null as never)).rejects.toThrow(/options.*got null/);
+    await expect(lock.acquire({ unit: 'bogus' as 's' })).rejects.toThrow(/unknown time unit/);
+    await expect(lock.acquire({ signal: 'x' as never })).rejects.toThrow(/signal.*AbortSignal/);
+    await expect(client.getSemaphore(uniqueName()).acquire('2' as never)).rejects.toThrow(InvalidArgumentError);
+    await expect(client.withLock(lock.name, 42 as never)).rejects.toThrow(/fn.*function/);
     expect(await lock.isLocked()).toBe(false);
   });
 });
