@@ -93,6 +93,8 @@ export class RLock {
   /** This lock's entry in a context's holds (`clientId + ' ' + key`; the read and write locks of one read-write lock differ). */
   protected readonly holdKey: string;
   private readonly latchPrefix: string;
+  /** The renewal of this lock's last watchdog acquisition, for `reserveRenewal` to reuse. */
+  private spareRenewal: Renewal | undefined;
 
   static {
     memberSteps = {
@@ -319,9 +321,15 @@ export class RLock {
     return grant;
   }
 
-  /** Registers `owner`'s hold with the watchdog before its acquire is sent; the read-write lock renews its own way. */
+  /**
+   * Registers `owner`'s hold with the watchdog before its acquire is sent, reusing this lock's previous
+   * renewal when it is free (see `Watchdog.reserve`); the read-write lock renews its own way.
+   */
   protected reserveRenewal(owner: string): Renewal {
-    return this.core.watchdog.reserve(LOCK_RENEWAL, this.name, this.key, owner, [this.key], [owner]);
+    const spare = this.spareRenewal?.owner === owner ? this.spareRenewal : undefined;
+    const renewal = this.core.watchdog.reserve(LOCK_RENEWAL, this.name, this.key, owner, spare?.keys ?? [this.key], spare?.args ?? [owner], spare);
+    this.spareRenewal = renewal;
+    return renewal;
   }
 
   /**

@@ -65,6 +65,19 @@ export class Renewal {
   /** Holds of one group (kind and cluster slot) can share a renewal call. */
   readonly group: string;
 
+  /**
+   * Makes a dropped renewal new again for `Watchdog.reserve`; false (and unchanged) when it is still in
+   * use: holding, pending, or with a renewal call in flight whose reply must not touch a new hold.
+   */
+  revive(): boolean {
+    if (this.holds > 0 || this.pending > 0 || this.inFlight || this.controllers.size > 0) return false;
+    this.deadline = 0;
+    this.nextAt = 0;
+    this.failures = 0;
+    this.lastError = undefined;
+    return true;
+  }
+
   constructor(
     readonly id: string,
     readonly kind: RenewalKind,
@@ -123,13 +136,15 @@ export class Watchdog {
 
   /**
    * Registers an acquisition about to be sent, so that an unlock racing with it can cancel it. Follow
-   * with `confirm()` when Redis granted it or `abandon()` when it did not.
+   * with `confirm()` when Redis granted it or `abandon()` when it did not. `spare`: a renewal of the
+   * same hold that was dropped since (the caller's previous one), reused when no call of it is in flight,
+   * so that a lock taken and released in a loop allocates no new renewal.
    */
-  reserve(kind: RenewalKind, name: string, key: string, owner: string, keys: readonly string[], args: readonly string[]): Renewal {
-    const id = `${key}\u0000${owner}`;
+  reserve(kind: RenewalKind, name: string, key: string, owner: string, keys: readonly string[], args: readonly string[], spare?: Renewal): Renewal {
+    const id = spare !== undefined && spare.key === key && spare.owner === owner ? spare.id : `${key}\u0000${owner}`;
     let renewal = this.all.get(id);
     if (!renewal || renewal.kind !== kind) {
-      renewal = new Renewal(id, kind, name, key, owner, keys, args, this.clustered ? keySlot(key) : 0);
+      renewal = spare?.id === id && spare.kind === kind && spare !== renewal && spare.revive() ? spare : new Renewal(id, kind, name, key, owner, keys, args, this.clustered ? keySlot(key) : 0);
       this.all.set(id, renewal);
     }
     renewal.pending++;

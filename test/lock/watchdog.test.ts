@@ -20,6 +20,32 @@ const nextLost = (client: { once(e: 'lockLost', l: (e: LockLostEvent) => void): 
   new Promise((resolve) => client.once('lockLost', resolve));
 
 describe('watchdog', () => {
+  it('a lock taken and released in a loop while renewals are in flight is never reported lost and is renewed each time', async () => {
+    // The lock object reuses its previous renewal for the next acquisition unless a renewal call of it is
+    // still in flight: a reply meant for a released hold must never end (or extend) the next one.
+    const client = lockClient(redis, { lockWatchdogTimeout: 150 });
+    const lost: LockLostEvent[] = [];
+    client.on('lockLost', (e) => lost.push(e));
+    const lock = client.getLock(uniqueName());
+    const until = performance.now() + 1500;
+    let cycles = 0;
+    while (performance.now() < until) {
+      await lock.lock();
+      await sleep(cycles % 3 === 0 ? 60 : 5 + (cycles % 7)); // across renewal ticks (every 50 ms) and between them
+      expect(await lock.remainTimeToLive()).toBeGreaterThan(0);
+      await lock.unlock();
+      cycles++;
+    }
+    await lock.lock();
+    const calls = client.stats().renewalCalls;
+    await waitUntil(() => client.stats().renewalCalls >= calls + 3, 2000, 10, 'renewals of the last hold');
+    expect(await lock.remainTimeToLive()).toBeGreaterThan(0);
+    await lock.unlock();
+    expect(lost).toEqual([]);
+    expect(client.stats().watchdogHolds).toBe(0);
+    expect(await lock.isLocked()).toBe(false);
+  });
+
   it('keeps a lock past 3× lockWatchdogTimeout and sends no renewal after unlock', async () => {
     const client = lockClient(redis, { lockWatchdogTimeout: 600 });
     const lock = client.getLock(uniqueName());
