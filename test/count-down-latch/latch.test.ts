@@ -1,52 +1,37 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
+import { describe, expect, it } from '@jest/globals';
 import { ClientClosedError, InvalidArgumentError, WrongTypeError } from '../../src/index.js';
 import { keySlot } from '../../src/keys.js';
-import { activeTimers, closeAll, commandCalls, connect, lockClient, sleep, subscribers, uniqueName, waitUntil, Worker, type Redis } from '../support/helpers.js';
-import { startRedis, type RedisServer } from '../support/redis.js';
+import { useRedis } from '../support/harness.js';
+import { activeTimers, commandCalls, lockClient, sleep, subscribers, uniqueName, waitUntil, Worker } from '../support/helpers.js';
 
-let server: RedisServer;
-let redis: Redis;
-const workers: Worker[] = [];
-
-beforeAll(async () => {
-  server = await startRedis({ controllable: true });
-  redis = await connect(server.url);
-});
-afterEach(async () => {
-  await Promise.all(workers.splice(0).map((w) => w.stop()));
-  await closeAll();
-});
-afterAll(async () => {
-  await redis.close();
-  await server.stop();
-});
+const env = useRedis({ server: { controllable: true } });
 
 const hrNow = (): number => Number(process.hrtime.bigint()) / 1e6;
 
 describe('RCountDownLatch', () => {
   it('trySetCount, countDown and getCount; at zero the key is deleted and the latch can be set again', async () => {
-    const latch = lockClient(redis).getCountDownLatch(uniqueName());
+    const latch = lockClient(env.redis).getCountDownLatch(uniqueName());
     expect(await latch.getCount()).toBe(0);
     expect(await latch.countDown()).toBe(0);
-    expect(await redis.exists(latch.key)).toBe(0);
+    expect(await env.redis.exists(latch.key)).toBe(0);
     expect(await latch.trySetCount(2)).toBe(true);
     expect(await latch.trySetCount(5)).toBe(false);
-    expect(await redis.get(latch.key)).toBe('2');
+    expect(await env.redis.get(latch.key)).toBe('2');
     expect(await latch.countDown()).toBe(1);
     expect(await latch.getCount()).toBe(1);
     expect(await latch.countDown()).toBe(0);
-    expect(await redis.exists(latch.key)).toBe(0);
+    expect(await env.redis.exists(latch.key)).toBe(0);
     expect(await latch.trySetCount(1)).toBe(true);
     expect(keySlot(latch.channel)).toBe(keySlot(latch.key));
     expect(latch.channel).toBe(`relock:channel:{${latch.name}}:latch`);
   });
 
   it('await resolves for every local awaiter within milliseconds of the count reaching zero, with one message', async () => {
-    const client = lockClient(redis);
+    const client = lockClient(env.redis);
     const latch = client.getCountDownLatch(uniqueName());
     await latch.trySetCount(2);
     const awaiters = Array.from({ length: 50 }, () => client.getCountDownLatch(latch.name).await(10, 'seconds'));
-    await subscribers(redis, latch.channel);
+    await subscribers(env.redis, latch.channel);
     await latch.countDown();
     await sleep(50);
     const started = performance.now();
@@ -57,7 +42,7 @@ describe('RCountDownLatch', () => {
   });
 
   it('await(waitTime) resolves to false when the time runs out, true at once on an open latch; await() without limit can be aborted', async () => {
-    const client = lockClient(redis);
+    const client = lockClient(env.redis);
     const latch = client.getCountDownLatch(uniqueName());
     expect(await latch.await(0, 'ms')).toBe(true);
     await latch.trySetCount(1);
@@ -68,10 +53,10 @@ describe('RCountDownLatch', () => {
     const timers = activeTimers();
     const controller = new AbortController();
     const waiting = latch.await({ signal: controller.signal });
-    await subscribers(redis, latch.channel);
+    await subscribers(env.redis, latch.channel);
     controller.abort(new Error('stop'));
     await expect(waiting).rejects.toThrow('stop');
-    await subscribers(redis, latch.channel, 0);
+    await subscribers(env.redis, latch.channel, 0);
     await waitUntil(() => activeTimers() <= timers, 1000, 10, 'timers to be cleared');
     const opened = latch.await();
     await latch.countDown();
@@ -79,16 +64,16 @@ describe('RCountDownLatch', () => {
   });
 
   it('awaiters in 3 processes are all released when the count reaches zero', async () => {
-    const latch = lockClient(redis).getCountDownLatch(uniqueName());
+    const latch = lockClient(env.redis).getCountDownLatch(uniqueName());
     await latch.trySetCount(3);
     const procs = await Promise.all(Array.from({ length: 3 }, async () => {
-      const w = new Worker('semaphore-worker', { url: server.url });
-      workers.push(w);
+      const w = new Worker('semaphore-worker', { url: env.server.url });
+      env.workers.push(w);
       await w.next('ready', 60_000);
       return w;
     }));
     for (const w of procs) w.send({ cmd: 'await', name: latch.name, waitMs: 20_000 });
-    await subscribers(redis, latch.channel, 3, 20_000);
+    await subscribers(env.redis, latch.channel, 3, 20_000);
     procs[0]!.send({ cmd: 'countDown', name: latch.name });
     expect((await procs[0]!.next('counted')).count).toBe(2);
     await latch.countDown();
@@ -100,43 +85,43 @@ describe('RCountDownLatch', () => {
       expect(o.ok).toBe(true);
       expect(Number(o.at) - lastAt).toBeLessThan(300);
     }
-    await subscribers(redis, latch.channel, 0);
+    await subscribers(env.redis, latch.channel, 0);
   }, 120_000);
 
   it('a countDown whose reply is lost is retried without counting down twice (request latch)', async () => {
-    const client = lockClient(redis, { responseTimeout: 150, retry: { minTimeout: 50, maxTimeout: 200, retries: 6 } });
+    const client = lockClient(env.redis, { responseTimeout: 150, retry: { minTimeout: 50, maxTimeout: 200, retries: 6 } });
     const latch = client.getCountDownLatch(uniqueName());
     await latch.trySetCount(3);
-    const calls = await commandCalls(redis, 'evalsha');
-    server.pause();
+    const calls = await commandCalls(env.redis, 'evalsha');
+    env.server.pause();
     let counting: Promise<number>;
     try {
       counting = latch.countDown();
       await sleep(400);
     } finally {
-      server.resume();
+      env.server.resume();
     }
     expect(await counting).toBe(2);
-    expect(await commandCalls(redis, 'evalsha')).toBeGreaterThanOrEqual(calls + 2);
+    expect(await commandCalls(env.redis, 'evalsha')).toBeGreaterThanOrEqual(calls + 2);
     expect(await latch.getCount()).toBe(2);
   });
 
   it('shutdown wakes an awaiter with ClientClosedError; bad arguments and other data fail with typed errors', async () => {
-    const client = lockClient(redis);
+    const client = lockClient(env.redis);
     const latch = client.getCountDownLatch(uniqueName());
     await latch.trySetCount(1);
     const waiting = latch.await(30, 'seconds');
-    await subscribers(redis, latch.channel);
+    await subscribers(env.redis, latch.channel);
     const outcome = expect(waiting).rejects.toBeInstanceOf(ClientClosedError);
     await client.shutdown();
     await outcome;
 
-    const other = lockClient(redis);
+    const other = lockClient(env.redis);
     await expect(other.getCountDownLatch(latch.name).trySetCount(0)).rejects.toThrow(InvalidArgumentError);
     await expect(other.getCountDownLatch(latch.name).trySetCount(2.5)).rejects.toThrow(/count/);
     await expect(other.getCountDownLatch(latch.name).await(5 as number, undefined as unknown as 's')).rejects.toThrow(/unit/);
     const name = uniqueName();
-    await redis.rPush(name, 'x');
+    await env.redis.rPush(name, 'x');
     await expect(other.getCountDownLatch(name).countDown()).rejects.toBeInstanceOf(WrongTypeError);
     await expect(other.getCountDownLatch(name).await(1, 's')).rejects.toThrow(/holds a Redis list/);
   });
@@ -144,14 +129,14 @@ describe('RCountDownLatch', () => {
 
 describe('latch after a reconnect', () => {
   it('every awaiter wakes when the zero message was lost while the subscriber was away', async () => {
-    const client = lockClient(redis);
+    const client = lockClient(env.redis);
     const latch = client.getCountDownLatch(uniqueName());
     await latch.trySetCount(1);
     const awaiters = Array.from({ length: 5 }, () => client.getCountDownLatch(latch.name).await(20, 'seconds'));
-    await subscribers(redis, latch.channel, 1);
-    await redis.del(latch.key); // the count reaches zero without a message
+    await subscribers(env.redis, latch.channel, 1);
+    await env.redis.del(latch.key); // the count reaches zero without a message
     const started = performance.now();
-    await redis.sendCommand(['CLIENT', 'KILL', 'TYPE', 'pubsub']);
+    await env.redis.sendCommand(['CLIENT', 'KILL', 'TYPE', 'pubsub']);
     expect(await Promise.all(awaiters)).toEqual([true, true, true, true, true]);
     expect(performance.now() - started).toBeLessThan(3000);
   });

@@ -1,29 +1,14 @@
 import Database from 'better-sqlite3';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
+import { describe, expect, it } from '@jest/globals';
 import { IllegalMonitorStateError } from '../../src/index.js';
-import { closeAll, connect, lockClient, sleep, uniqueName, waitUntil, Worker, type Redis } from '../support/helpers.js';
-import { startRedis, type RedisServer } from '../support/redis.js';
+import { useRedis } from '../support/harness.js';
+import { lockClient, sleep, uniqueName, waitUntil, Worker } from '../support/helpers.js';
 
-let server: RedisServer;
-let redis: Redis;
-const workers: Worker[] = [];
-
-beforeAll(async () => {
-  server = await startRedis();
-  redis = await connect(server.url);
-});
-afterEach(async () => {
-  await Promise.all(workers.splice(0).map((w) => w.stop()));
-  await closeAll();
-});
-afterAll(async () => {
-  await redis.close();
-  await server.stop();
-});
+const env = useRedis();
 
 describe('FencedLock', () => {
   it('hands out strictly increasing tokens, a new one on every acquisition including reentry, from a counter without TTL', async () => {
-    const client = lockClient(redis);
+    const client = lockClient(env.redis);
     const lock = client.getFencedLock(uniqueName());
     expect(await lock.getToken()).toBe(0n);
     const t1 = await lock.lockAndGetToken();
@@ -36,13 +21,13 @@ describe('FencedLock', () => {
     await lock.unlock();
     const other = client.getFencedLock(lock.name);
     expect(await other.tryLockAndGetToken(0, 5, 'seconds')).toBe(3n);
-    expect(await redis.pTTL(lock.fenceKey)).toBe(-1);
+    expect(await env.redis.pTTL(lock.fenceKey)).toBe(-1);
     expect(await client.getFencedLock(lock.name).tryLockAndGetToken()).toBeUndefined();
     await other.unlock();
   });
 
   it('tryLockAndGetToken and lockAndGetToken honour their lease (no watchdog)', async () => {
-    const client = lockClient(redis, { lockWatchdogTimeout: 5000 });
+    const client = lockClient(env.redis, { lockWatchdogTimeout: 5000 });
     const lock = client.getFencedLock(uniqueName());
     expect(await lock.tryLockAndGetToken(0, 300, 'ms')).toBe(1n);
     const ttl = await lock.remainTimeToLive();
@@ -57,7 +42,7 @@ describe('FencedLock', () => {
   });
 
   it('acquire() handles carry the token, and a takeover after expiry gets a higher one', async () => {
-    const client = lockClient(redis);
+    const client = lockClient(env.redis);
     const name = uniqueName();
     const first = await client.getFencedLock(name).acquire({ leaseTime: 150 });
     const second = await client.getFencedLock(name).acquire({ waitTime: 2000 });
@@ -67,7 +52,7 @@ describe('FencedLock', () => {
   });
 
   it('a resource that checks tokens rejects the write of a holder paused past its lease', async () => {
-    const client = lockClient(redis);
+    const client = lockClient(env.redis);
     const name = uniqueName();
     const db = new Database(':memory:');
     db.exec('CREATE TABLE account (id INTEGER PRIMARY KEY, balance INTEGER, fence_token INTEGER NOT NULL DEFAULT 0)');
@@ -91,8 +76,8 @@ describe('FencedLock', () => {
     const name = uniqueName();
     const procs = await Promise.all(
       Array.from({ length: 4 }, async () => {
-        const w = new Worker('lock-worker', { url: server.url });
-        workers.push(w);
+        const w = new Worker('lock-worker', { url: env.server.url });
+        env.workers.push(w);
         await w.next('ready');
         return w;
       }),

@@ -1,20 +1,9 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
+import { describe, expect, it } from '@jest/globals';
 import { runInContext } from '../../src/index.js';
-import { closeAll, connect, lockClient, sleep, uniqueName, type Redis } from '../support/helpers.js';
-import { startRedis, type RedisServer } from '../support/redis.js';
+import { useRedis } from '../support/harness.js';
+import { lockClient, sleep, uniqueName } from '../support/helpers.js';
 
-let server: RedisServer;
-let redis: Redis;
-
-beforeAll(async () => {
-  server = await startRedis();
-  redis = await connect(server.url);
-});
-afterEach(closeAll);
-afterAll(async () => {
-  await redis.close();
-  await server.stop();
-});
+const env = useRedis();
 
 /** Runs `tasks` concurrently; each records when it is inside the critical section. Returns the max overlap. */
 function overlapMeter(): { enter(): void; exit(): void; max(): number } {
@@ -29,7 +18,7 @@ function overlapMeter(): { enter(): void; exit(): void; max(): number } {
 
 describe('ownership and contexts', () => {
   it('60 tasks started with Promise.all, each with getLock and no shared context, never overlap: no lost update', async () => {
-    const client = lockClient(redis);
+    const client = lockClient(env.redis);
     const name = uniqueName();
     const counterKey = uniqueName('counter');
     const meter = overlapMeter();
@@ -39,21 +28,21 @@ describe('ownership and contexts', () => {
         await lock.lock();
         try {
           meter.enter();
-          const value = Number((await redis.get(counterKey)) ?? 0);
+          const value = Number((await env.redis.get(counterKey)) ?? 0);
           await sleep(1);
-          await redis.set(counterKey, String(value + 1));
+          await env.redis.set(counterKey, String(value + 1));
           meter.exit();
         } finally {
           await lock.unlock();
         }
       }),
     );
-    expect(await redis.get(counterKey)).toBe('60');
+    expect(await env.redis.get(counterKey)).toBe('60');
     expect(meter.max()).toBe(1);
   });
 
   it('withLock from many concurrent tasks: mutual exclusion, each task its own owner', async () => {
-    const client = lockClient(redis);
+    const client = lockClient(env.redis);
     const name = uniqueName();
     const meter = overlapMeter();
     let counter = 0;
@@ -73,7 +62,7 @@ describe('ownership and contexts', () => {
   });
 
   it('nested withLock on the same name reenters (hold count rises) instead of deadlocking', async () => {
-    const client = lockClient(redis);
+    const client = lockClient(env.redis);
     const name = uniqueName();
     const counts = await client.withLock(name, async () => {
       const outer = await client.getLock(name).getHoldCount();
@@ -85,7 +74,7 @@ describe('ownership and contexts', () => {
   });
 
   it('sibling tasks inside one withLock that each take a second lock do not share its ownership', async () => {
-    const client = lockClient(redis);
+    const client = lockClient(env.redis);
     const outer = uniqueName();
     const second = uniqueName();
     const meter = overlapMeter();
@@ -105,7 +94,7 @@ describe('ownership and contexts', () => {
   });
 
   it('sibling tasks that each open runInContext own the lock separately; inside one context lock objects reenter', async () => {
-    const client = lockClient(redis);
+    const client = lockClient(env.redis);
     const name = uniqueName();
     const meter = overlapMeter();
     await Promise.all(
@@ -128,7 +117,7 @@ describe('ownership and contexts', () => {
   });
 
   it('outside any context each lock object is its own owner; the same object reenters', async () => {
-    const client = lockClient(redis);
+    const client = lockClient(env.redis);
     const name = uniqueName();
     const a = client.getLock(name);
     await a.lock();
@@ -140,7 +129,7 @@ describe('ownership and contexts', () => {
   });
 
   it('a handle releases its own hold from any context, and await using releases at block end', async () => {
-    const client = lockClient(redis);
+    const client = lockClient(env.redis);
     const name = uniqueName();
     const handle = await runInContext(() => client.getLock(name).acquire({ waitTime: 0 }));
     expect(handle.owner).toMatch(new RegExp(`^${client.id}:`));
@@ -156,7 +145,7 @@ describe('ownership and contexts', () => {
   });
 
   it('withLock releases when the task throws, and passes the task\'s error through', async () => {
-    const client = lockClient(redis);
+    const client = lockClient(env.redis);
     const name = uniqueName();
     await expect(client.withLock(name, () => Promise.reject(new Error('task failed')))).rejects.toThrow('task failed');
     expect(await client.getLock(name).isLocked()).toBe(false);

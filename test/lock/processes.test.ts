@@ -1,27 +1,12 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
-import { closeAll, connect, lockClient, uniqueName, Worker, type Redis } from '../support/helpers.js';
-import { startRedis, type RedisServer } from '../support/redis.js';
+import { describe, expect, it } from '@jest/globals';
+import { useRedis } from '../support/harness.js';
+import { lockClient, uniqueName, Worker } from '../support/helpers.js';
 
-let server: RedisServer;
-let redis: Redis;
-const workers: Worker[] = [];
-
-beforeAll(async () => {
-  server = await startRedis();
-  redis = await connect(server.url);
-});
-afterEach(async () => {
-  await Promise.all(workers.splice(0).map((w) => w.stop()));
-  await closeAll();
-});
-afterAll(async () => {
-  await redis.close();
-  await server.stop();
-});
+const env = useRedis();
 
 async function worker(options: Record<string, unknown> = {}): Promise<Worker> {
-  const w = new Worker('lock-worker', { url: server.url, ...options });
-  workers.push(w);
+  const w = new Worker('lock-worker', { url: env.server.url, ...options });
+  env.workers.push(w);
   await w.next('ready');
   return w;
 }
@@ -33,7 +18,7 @@ describe('across processes', () => {
     const procs = await Promise.all([worker(), worker(), worker()]);
     for (const w of procs) w.send({ cmd: 'counter', name, key, rounds: 40 });
     await Promise.all(procs.map((w) => w.next('counted', 30_000)));
-    expect(await redis.get(key)).toBe('120');
+    expect(await env.redis.get(key)).toBe('120');
   }, 40_000);
 
   it('a holder killed with SIGKILL frees the lock for a waiter within one lease (known failure 14)', async () => {
@@ -42,9 +27,9 @@ describe('across processes', () => {
     const name = uniqueName();
     holder.send({ cmd: 'acquire', name });
     expect((await holder.next('acquired')).ok).toBe(true);
-    const client = lockClient(redis);
+    const client = lockClient(env.redis);
     const waiting = client.getLock(name).tryLock(10, 'seconds');
-    const ttlAtKill = Number(await redis.pTTL(client.getLock(name).key));
+    const ttlAtKill = Number(await env.redis.pTTL(client.getLock(name).key));
     const killedAt = performance.now();
     holder.kill('SIGKILL');
     expect(await waiting).toBe(true);
@@ -60,14 +45,14 @@ describe('across processes', () => {
     frozen.send({ cmd: 'acquire', name });
     expect((await frozen.next('acquired')).ok).toBe(true);
     frozen.kill('SIGSTOP');
-    const client = lockClient(redis);
+    const client = lockClient(env.redis);
     const second = client.getLock(name);
     expect(await second.tryLock(3, 'seconds')).toBe(true);
     frozen.kill('SIGCONT');
     const lost = await frozen.next('lost', 5000);
     expect(lost.name).toBe(name);
     expect(await second.isHeldByCurrentContext()).toBe(true);
-    expect(Object.keys(await redis.hGetAll(second.key))).toHaveLength(1);
+    expect(Object.keys(await env.redis.hGetAll(second.key))).toHaveLength(1);
     frozen.send({ cmd: 'release', name });
     await frozen.next('released').catch(() => undefined);
     expect(await second.isHeldByCurrentContext()).toBe(true);

@@ -1,31 +1,20 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
+import { describe, expect, it } from '@jest/globals';
 import { IllegalMonitorStateError, InvalidArgumentError, WrongTypeError } from '../../src/index.js';
-import { closeAll, commandCalls, connect, lockClient, sleep, uniqueName, type Redis } from '../support/helpers.js';
-import { startRedis, type RedisServer } from '../support/redis.js';
+import { useRedis } from '../support/harness.js';
+import { commandCalls, lockClient, sleep, uniqueName } from '../support/helpers.js';
 
-let server: RedisServer;
-let redis: Redis;
-
-beforeAll(async () => {
-  server = await startRedis();
-  redis = await connect(server.url);
-});
-afterEach(closeAll);
-afterAll(async () => {
-  await redis.close();
-  await server.stop();
-});
+const env = useRedis();
 
 describe('RLock basics', () => {
   it('stores owner → hold count in a hash, counts reentry and resets the TTL on every acquire', async () => {
-    const client = lockClient(redis);
+    const client = lockClient(env.redis);
     const lock = client.getLock(uniqueName());
     expect(await lock.tryLock(1, 5, 'seconds')).toBe(true);
-    const [owner] = Object.keys(await redis.hGetAll(lock.key));
+    const [owner] = Object.keys(await env.redis.hGetAll(lock.key));
     expect(owner).toMatch(new RegExp(`^${client.id}:`));
-    expect(await redis.hGet(lock.key, owner!)).toBe('1');
+    expect(await env.redis.hGet(lock.key, owner!)).toBe('1');
 
-    await redis.pExpire(lock.key, 1000);
+    await env.redis.pExpire(lock.key, 1000);
     expect(await lock.tryLock(0, 10, 'seconds')).toBe(true);
     expect(await lock.getHoldCount()).toBe(2);
     const ttl = await lock.remainTimeToLive();
@@ -41,7 +30,7 @@ describe('RLock basics', () => {
   });
 
   it('tryLock without a lease writes lockWatchdogTimeout as the TTL', async () => {
-    const client = lockClient(redis, { lockWatchdogTimeout: 4000 });
+    const client = lockClient(env.redis, { lockWatchdogTimeout: 4000 });
     const lock = client.getLock(uniqueName());
     expect(await lock.tryLock()).toBe(true);
     expect(await lock.remainTimeToLive()).toBeGreaterThan(3500);
@@ -49,7 +38,7 @@ describe('RLock basics', () => {
   });
 
   it('refuses a second owner and tells the holder\'s remaining TTL through remainTimeToLive', async () => {
-    const client = lockClient(redis);
+    const client = lockClient(env.redis);
     const name = uniqueName();
     expect(await client.getLock(name).tryLock(0, 3, 's')).toBe(true);
     const other = client.getLock(name);
@@ -60,19 +49,19 @@ describe('RLock basics', () => {
   });
 
   it('tryLock(0, …) makes exactly one attempt when the lock is busy (known failure 13)', async () => {
-    const client = lockClient(redis);
+    const client = lockClient(env.redis);
     const name = uniqueName();
     await client.getLock(name).lock();
     const other = client.getLock(name);
-    const before = await commandCalls(redis, 'evalsha');
+    const before = await commandCalls(env.redis, 'evalsha');
     expect(await other.tryLock(0, 5, 'seconds')).toBe(false);
     expect(await other.tryLock()).toBe(false);
-    const after = await commandCalls(redis, 'evalsha');
+    const after = await commandCalls(env.redis, 'evalsha');
     expect(after - before).toBe(2);
   });
 
   it('unlock by a non-owner throws IllegalMonitorStateError naming the lock and owner, and leaves the lock', async () => {
-    const client = lockClient(redis);
+    const client = lockClient(env.redis);
     const name = uniqueName();
     const holder = client.getLock(name);
     await holder.lock();
@@ -86,8 +75,8 @@ describe('RLock basics', () => {
   });
 
   it('an unlock after the lease expired fails at once and leaves the new holder\'s lock alone (known failures 1, 2)', async () => {
-    const clientA = lockClient(redis);
-    const clientB = lockClient(redis);
+    const clientA = lockClient(env.redis);
+    const clientB = lockClient(env.redis);
     const name = uniqueName();
     const a = clientA.getLock(name);
     expect(await a.tryLock(0, 100, 'ms')).toBe(true);
@@ -102,7 +91,7 @@ describe('RLock basics', () => {
   });
 
   it('sub-second leases are honoured to the millisecond (known failure 10)', async () => {
-    const client = lockClient(redis);
+    const client = lockClient(env.redis);
     const lock = client.getLock(uniqueName());
     expect(await lock.tryLock(0, 250, 'ms')).toBe(true);
     const ttl = await lock.remainTimeToLive();
@@ -116,9 +105,9 @@ describe('RLock basics', () => {
   });
 
   it('a name that holds a string fails with WrongTypeError naming the key and its type, at once (known failure 3)', async () => {
-    const client = lockClient(redis);
+    const client = lockClient(env.redis);
     const name = uniqueName();
-    await redis.set(name, 'application data');
+    await env.redis.set(name, 'application data');
     const lock = client.getLock(name);
     const started = performance.now();
     const error = await lock.tryLock(5, 'seconds').catch((e: unknown) => e);
@@ -126,16 +115,16 @@ describe('RLock basics', () => {
     expect((error as WrongTypeError).key).toBe(name);
     expect((error as WrongTypeError).actualType).toBe('string');
     expect(performance.now() - started).toBeLessThan(1000);
-    await redis.del(name);
-    await redis.rPush(name, 'x');
+    await env.redis.del(name);
+    await env.redis.rPush(name, 'x');
     await expect(lock.lock()).rejects.toThrow(/holds a Redis list/);
     await expect(lock.forceUnlock()).rejects.toBeInstanceOf(WrongTypeError);
-    expect(await redis.lLen(name)).toBe(1); // application data is never deleted
-    await redis.del(name);
+    expect(await env.redis.lLen(name)).toBe(1); // application data is never deleted
+    await env.redis.del(name);
   });
 
   it('forceUnlock deletes the lock whoever holds it and wakes a waiter', async () => {
-    const client = lockClient(redis);
+    const client = lockClient(env.redis);
     const name = uniqueName();
     await client.getLock(name).lock();
     const waiting = client.getLock(name).tryLock(5, 'seconds');
@@ -149,7 +138,7 @@ describe('RLock basics', () => {
   });
 
   it('rejects bad arguments with InvalidArgumentError naming them', async () => {
-    const client = lockClient(redis);
+    const client = lockClient(env.redis);
     expect(() => client.getLock('')).toThrow(InvalidArgumentError);
     expect(() => client.getLock('a{}b')).toThrow(/hash tag/);
     const lock = client.getLock(uniqueName());

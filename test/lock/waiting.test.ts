@@ -1,27 +1,16 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
+import { describe, expect, it } from '@jest/globals';
 import { ClientClosedError, LockAcquireTimeoutError } from '../../src/index.js';
-import { abandonWaits, activeTimers, closeAll, commandCalls, connect, lockClient, numsub, sleep, uniqueName, waitUntil, type Redis } from '../support/helpers.js';
-import { startRedis, type RedisServer } from '../support/redis.js';
+import { useRedis } from '../support/harness.js';
+import { abandonWaits, activeTimers, commandCalls, connect, lockClient, numsub, sleep, uniqueName, waitUntil } from '../support/helpers.js';
 
-let server: RedisServer;
-let redis: Redis;
-
-beforeAll(async () => {
-  server = await startRedis({ controllable: true });
-  redis = await connect(server.url);
-});
-afterEach(closeAll);
-afterAll(async () => {
-  await redis.close();
-  await server.stop();
-});
+const env = useRedis({ server: { controllable: true } });
 
 const channelOf = (client: ReturnType<typeof lockClient>, name: string): string => client.getLock(name).channel;
 
 describe('waiting', () => {
   it('a waiter wakes within a few ms of the unlock (pub/sub, not polling)', async () => {
-    const holderClient = lockClient(redis);
-    const waiterClient = lockClient(redis);
+    const holderClient = lockClient(env.redis);
+    const waiterClient = lockClient(env.redis);
     const name = uniqueName();
     const latencies: number[] = [];
     for (let i = 0; i < 20; i++) {
@@ -30,7 +19,7 @@ describe('waiting', () => {
       let acquiredAt = 0;
       const waiter = waiterClient.getLock(name);
       const waiting = waiter.tryLock(10, 'seconds').then((ok) => ((acquiredAt = performance.now()), ok));
-      await waitUntil(async () => (await numsub(redis, holder.channel)) === 1, 2000, 2, 'the waiter to subscribe');
+      await waitUntil(async () => (await numsub(env.redis, holder.channel)) === 1, 2000, 2, 'the waiter to subscribe');
       await sleep(5);
       await holder.unlock();
       const unlockedAt = performance.now();
@@ -43,44 +32,44 @@ describe('waiting', () => {
   });
 
   it('still acquires when the release message is lost: the timer on the holder\'s TTL fires', async () => {
-    const client = lockClient(redis);
+    const client = lockClient(env.redis);
     const name = uniqueName();
     await client.getLock(name).tryLock(0, 400, 'ms');
     const started = performance.now();
     const waiting = client.getLock(name).tryLock(5, 'seconds');
     await sleep(100);
-    await redis.del(client.getLock(name).key);
+    await env.redis.del(client.getLock(name).key);
     expect(await waiting).toBe(true);
     expect(performance.now() - started).toBeLessThan(800);
   });
 
   it('still acquires promptly when the subscriber connection was killed and the message lost', async () => {
-    const client = lockClient(redis);
+    const client = lockClient(env.redis);
     const name = uniqueName();
     const holder = client.getLock(name);
     await holder.lock();
     const waiting = client.getLock(name).tryLock(20, 'seconds');
-    await waitUntil(async () => (await numsub(redis, holder.channel)) === 1, 2000, 2, 'the waiter to subscribe');
-    await redis.sendCommand(['CLIENT', 'KILL', 'TYPE', 'pubsub']);
-    await redis.del(holder.key);
+    await waitUntil(async () => (await numsub(env.redis, holder.channel)) === 1, 2000, 2, 'the waiter to subscribe');
+    await env.redis.sendCommand(['CLIENT', 'KILL', 'TYPE', 'pubsub']);
+    await env.redis.del(holder.key);
     const started = performance.now();
     expect(await waiting).toBe(true);
     expect(performance.now() - started).toBeLessThan(3000);
   });
 
   it('after the subscriber reconnects, the first waiter in line retries, not a herd of every waiter', async () => {
-    const client = lockClient(redis);
+    const client = lockClient(env.redis);
     const name = uniqueName();
     const holder = client.getLock(name);
     await holder.lock();
     const waiters = Array.from({ length: 50 }, () => client.getLock(name).tryLock(30, 'seconds'));
-    await waitUntil(async () => (await numsub(redis, holder.channel)) === 1, 5000, 5, 'the waiters to subscribe');
+    await waitUntil(async () => (await numsub(env.redis, holder.channel)) === 1, 5000, 5, 'the waiters to subscribe');
     await sleep(100);
-    const before = await commandCalls(redis, 'evalsha');
-    await redis.sendCommand(['CLIENT', 'KILL', 'TYPE', 'pubsub']);
-    await waitUntil(async () => (await numsub(redis, holder.channel)) === 1, 5000, 5, 'the resubscription');
+    const before = await commandCalls(env.redis, 'evalsha');
+    await env.redis.sendCommand(['CLIENT', 'KILL', 'TYPE', 'pubsub']);
+    await waitUntil(async () => (await numsub(env.redis, holder.channel)) === 1, 5000, 5, 'the resubscription');
     await sleep(200);
-    expect((await commandCalls(redis, 'evalsha')) - before).toBeLessThanOrEqual(5);
+    expect((await commandCalls(env.redis, 'evalsha')) - before).toBeLessThanOrEqual(5);
     await holder.unlock();
     for (const waiting of waiters) {
       expect(await waiting).toBe(true);
@@ -89,8 +78,8 @@ describe('waiting', () => {
   });
 
   it('an unlock published between a failed attempt and the subscription still wakes the waiter (known failure 15)', async () => {
-    const holderClient = lockClient(redis);
-    const waiterClient = lockClient(redis);
+    const holderClient = lockClient(env.redis);
+    const waiterClient = lockClient(env.redis);
     const name = uniqueName();
     for (let i = 0; i < 60; i++) {
       const holder = holderClient.getLock(name);
@@ -106,23 +95,23 @@ describe('waiting', () => {
   });
 
   it('aborting a waiting acquire rejects with the reason and leaves no subscription, timer or hold', async () => {
-    const client = lockClient(redis);
+    const client = lockClient(env.redis);
     const name = uniqueName();
     await client.getLock(name).lock();
     const timers = activeTimers();
     const controller = new AbortController();
     const waiting = client.getLock(name).acquire({ signal: controller.signal });
-    await waitUntil(async () => (await numsub(redis, channelOf(client, name))) === 1, 2000, 2, 'the waiter to subscribe');
+    await waitUntil(async () => (await numsub(env.redis, channelOf(client, name))) === 1, 2000, 2, 'the waiter to subscribe');
     controller.abort(new Error('caller gave up'));
     await expect(waiting).rejects.toThrow('caller gave up');
-    await waitUntil(async () => (await numsub(redis, channelOf(client, name))) === 0, 2000, 5, 'the unsubscribe');
+    await waitUntil(async () => (await numsub(env.redis, channelOf(client, name))) === 0, 2000, 5, 'the unsubscribe');
     expect(client.stats().subscriptions).toBe(0);
     await waitUntil(() => activeTimers() <= timers, 1000, 10, 'timers to be cleared');
     expect(client.stats().watchdogHolds).toBe(1);
   });
 
   it('acquire() with a wait time throws LockAcquireTimeoutError when the lock stays busy', async () => {
-    const client = lockClient(redis);
+    const client = lockClient(env.redis);
     const name = uniqueName();
     await client.getLock(name).lock();
     const started = performance.now();
@@ -133,24 +122,24 @@ describe('waiting', () => {
   });
 
   it('an acquisition that goes through after its caller gave up is released at once', async () => {
-    const client = lockClient(redis, { responseTimeout: 5000 });
+    const client = lockClient(env.redis, { responseTimeout: 5000 });
     const name = uniqueName();
     const controller = new AbortController();
-    server.pause();
+    env.server.pause();
     try {
       const waiting = client.getLock(name).acquire({ signal: controller.signal });
       await sleep(100);
       controller.abort(new Error('gave up'));
       await expect(waiting).rejects.toThrow('gave up');
     } finally {
-      server.resume();
+      env.server.resume();
     }
     await waitUntil(async () => !(await client.getLock(name).isLocked()), 3000, 10, 'the late acquisition to be undone');
     expect(client.stats().watchdogHolds).toBe(0);
   });
 
   it('a wait with no limit can be aborted, and 10,000 abandoned waits leave nothing behind (known failure 12)', async () => {
-    const client = lockClient(redis);
+    const client = lockClient(env.redis);
     const name = uniqueName();
     await client.getLock(name).lock();
     const heapGrowth = await abandonWaits(client, 10_000, (signal) => client.getLock(name).acquire({ signal }));
@@ -158,7 +147,7 @@ describe('waiting', () => {
   }, 60_000);
 
   it('100 waiters cost Redis work in proportion to releases, not to elapsed time (known failure 16)', async () => {
-    const clients = Array.from({ length: 4 }, () => lockClient(redis));
+    const clients = Array.from({ length: 4 }, () => lockClient(env.redis));
     const name = uniqueName();
     const holder = clients[0]!.getLock(name);
     await holder.lock();
@@ -170,27 +159,27 @@ describe('waiting', () => {
         return ok;
       });
     });
-    await waitUntil(async () => (await numsub(redis, holder.channel)) === 4, 5000, 5, 'four subscriptions');
+    await waitUntil(async () => (await numsub(env.redis, holder.channel)) === 4, 5000, 5, 'four subscriptions');
     await sleep(200);
-    const before = await commandCalls(redis, 'evalsha');
+    const before = await commandCalls(env.redis, 'evalsha');
     await sleep(1000);
-    expect(await commandCalls(redis, 'evalsha')).toBe(before);
+    expect(await commandCalls(env.redis, 'evalsha')).toBe(before);
     await holder.unlock();
     expect((await Promise.all(waiters)).every(Boolean)).toBe(true);
-    const perRelease = ((await commandCalls(redis, 'evalsha')) - before) / 101;
+    const perRelease = ((await commandCalls(env.redis, 'evalsha')) - before) / 101;
     expect(perRelease).toBeLessThan(8);
   });
 
   it('a waiter that leaves while Redis answers BUSY still unsubscribes once Redis is back (fault suite, redis-busy)', async () => {
-    const client = lockClient(redis);
+    const client = lockClient(env.redis);
     const name = uniqueName();
     const holder = client.getLock(name);
     await holder.lock();
     const abort = new AbortController();
     const waiting = client.getLock(name).acquire({ signal: abort.signal }).then(() => 'acquired', () => 'aborted');
-    await waitUntil(async () => (await numsub(redis, holder.channel)) === 1, 2000, 5, 'the waiter to subscribe');
-    await redis.configSet('busy-reply-threshold', '100');
-    const busy = await connect(server.url);
+    await waitUntil(async () => (await numsub(env.redis, holder.channel)) === 1, 2000, 5, 'the waiter to subscribe');
+    await env.redis.configSet('busy-reply-threshold', '100');
+    const busy = await connect(env.server.url);
     const script = busy.sendCommand(['EVAL', 'while true do end', '0']).catch(() => undefined);
     try {
       await sleep(300);
@@ -198,22 +187,22 @@ describe('waiting', () => {
       expect(await waiting).toBe('aborted');
       await sleep(300); // its UNSUBSCRIBE is answered BUSY meanwhile
     } finally {
-      await redis.sendCommand(['SCRIPT', 'KILL']).catch(() => undefined);
+      await env.redis.sendCommand(['SCRIPT', 'KILL']).catch(() => undefined);
       await script;
       busy.destroy();
-      await redis.configSet('busy-reply-threshold', '5000');
+      await env.redis.configSet('busy-reply-threshold', '5000');
     }
-    await waitUntil(async () => (await numsub(redis, holder.channel)) === 0, 3000, 20, 'the subscription to be dropped');
+    await waitUntil(async () => (await numsub(env.redis, holder.channel)) === 0, 3000, 20, 'the subscription to be dropped');
     expect(client.stats().subscriptions).toBe(0);
     await holder.unlock();
   });
 
   it('shutdown wakes a waiter with ClientClosedError', async () => {
-    const client = lockClient(redis);
+    const client = lockClient(env.redis);
     const name = uniqueName();
     await client.getLock(name).lock();
     const waiting = client.getLock(name).tryLock(30, 'seconds');
-    await waitUntil(async () => (await numsub(redis, channelOf(client, name))) === 1, 2000, 2, 'the waiter to subscribe');
+    await waitUntil(async () => (await numsub(env.redis, channelOf(client, name))) === 1, 2000, 2, 'the waiter to subscribe');
     const outcome = expect(waiting).rejects.toBeInstanceOf(ClientClosedError);
     await client.shutdown();
     await outcome;

@@ -1,20 +1,10 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { LockLostError, type LockLostEvent } from '../../src/index.js';
-import { closeAll, commandCalls, connect, lockClient, sleep, uniqueName, waitUntil, type Redis } from '../support/helpers.js';
+import { useRedis } from '../support/harness.js';
+import { commandCalls, connect, lockClient, sleep, uniqueName, waitUntil, type Redis } from '../support/helpers.js';
 import { startRedis, type RedisServer } from '../support/redis.js';
 
-let server: RedisServer;
-let redis: Redis;
-
-beforeAll(async () => {
-  server = await startRedis();
-  redis = await connect(server.url);
-});
-afterEach(closeAll);
-afterAll(async () => {
-  await redis.close();
-  await server.stop();
-});
+const env = useRedis();
 
 const nextLost = (client: { once(e: 'lockLost', l: (e: LockLostEvent) => void): unknown }): Promise<LockLostEvent> =>
   new Promise((resolve) => client.once('lockLost', resolve));
@@ -23,7 +13,7 @@ describe('watchdog', () => {
   it('a lock taken and released in a loop while renewals are in flight is never reported lost and is renewed each time', async () => {
     // The lock object reuses its previous renewal for the next acquisition unless a renewal call of it is
     // still in flight: a reply meant for a released hold must never end (or extend) the next one.
-    const client = lockClient(redis, { lockWatchdogTimeout: 150 });
+    const client = lockClient(env.redis, { lockWatchdogTimeout: 150 });
     const lost: LockLostEvent[] = [];
     client.on('lockLost', (e) => lost.push(e));
     const lock = client.getLock(uniqueName());
@@ -47,7 +37,7 @@ describe('watchdog', () => {
   });
 
   it('keeps a lock past 3× lockWatchdogTimeout and sends no renewal after unlock', async () => {
-    const client = lockClient(redis, { lockWatchdogTimeout: 600 });
+    const client = lockClient(env.redis, { lockWatchdogTimeout: 600 });
     const lock = client.getLock(uniqueName());
     await lock.lock();
     await sleep(2000);
@@ -57,15 +47,15 @@ describe('watchdog', () => {
 
     await lock.unlock();
     const calls = client.stats().renewalCalls;
-    const evalshaBefore = await commandCalls(redis, 'evalsha');
+    const evalshaBefore = await commandCalls(env.redis, 'evalsha');
     await sleep(700);
     expect(client.stats().renewalCalls).toBe(calls);
-    expect(await commandCalls(redis, 'evalsha')).toBe(evalshaBefore);
+    expect(await commandCalls(env.redis, 'evalsha')).toBe(evalshaBefore);
     expect(client.stats().watchdogHolds).toBe(0);
   });
 
   it('an explicit lease is not renewed', async () => {
-    const client = lockClient(redis, { lockWatchdogTimeout: 300 });
+    const client = lockClient(env.redis, { lockWatchdogTimeout: 300 });
     const lock = client.getLock(uniqueName());
     expect(await lock.tryLock(0, 400, 'ms')).toBe(true);
     expect(client.stats().watchdogHolds).toBe(0);
@@ -74,11 +64,11 @@ describe('watchdog', () => {
   });
 
   it('a lock deleted behind the holder\'s back surfaces as lockLost and an aborted handle signal', async () => {
-    const client = lockClient(redis, { lockWatchdogTimeout: 600 });
+    const client = lockClient(env.redis, { lockWatchdogTimeout: 600 });
     const lock = client.getLock(uniqueName());
     const handle = await lock.acquire();
     const lost = nextLost(client);
-    await redis.del(lock.key);
+    await env.redis.del(lock.key);
     const event = await lost;
     expect(event.name).toBe(lock.name);
     expect(event.reason).toBe('expired');
@@ -88,7 +78,7 @@ describe('watchdog', () => {
   });
 
   it('the lease counts from the attempt that succeeded; the first renewal comes a third of a lease later (known failure 5)', async () => {
-    const client = lockClient(redis, { lockWatchdogTimeout: 1500 });
+    const client = lockClient(env.redis, { lockWatchdogTimeout: 1500 });
     const name = uniqueName();
     await client.getLock(name).tryLock(0, 700, 'ms');
     const waiter = client.getLock(name);
@@ -106,7 +96,7 @@ describe('watchdog', () => {
   });
 
   it('with the event loop lagging 40% of the renewal interval, no lease lapses (known failure 8)', async () => {
-    const client = lockClient(redis, { lockWatchdogTimeout: 1500 });
+    const client = lockClient(env.redis, { lockWatchdogTimeout: 1500 });
     const lock = client.getLock(uniqueName());
     let lost = false;
     client.on('lockLost', () => (lost = true));
@@ -123,7 +113,7 @@ describe('watchdog', () => {
   });
 
   it('renews many locks in batches of watchdogBatchSize per script call', async () => {
-    const client = lockClient(redis, { lockWatchdogTimeout: 3000, watchdogBatchSize: 100 });
+    const client = lockClient(env.redis, { lockWatchdogTimeout: 3000, watchdogBatchSize: 100 });
     const locks = Array.from({ length: 250 }, () => client.getLock(uniqueName()));
     await Promise.all(locks.map((l) => l.lock()));
     await waitUntil(() => client.stats().renewalCalls >= 3, 3000, 10, 'one renewal round');
@@ -210,7 +200,7 @@ describe('watchdog when Redis fails', () => {
 
 describe('mixed holds of one owner', () => {
   it('an inner shorter lease neither shortens an outer watchdog hold nor stops its renewal when released', async () => {
-    const client = lockClient(redis, { lockWatchdogTimeout: 900 });
+    const client = lockClient(env.redis, { lockWatchdogTimeout: 900 });
     const lock = client.getLock(uniqueName());
     let lost = false;
     client.on('lockLost', () => (lost = true));
@@ -228,7 +218,7 @@ describe('mixed holds of one owner', () => {
   });
 
   it('an inner longer lease raises the TTL, and a handle releases the hold it took even out of order', async () => {
-    const client = lockClient(redis, { lockWatchdogTimeout: 900 });
+    const client = lockClient(env.redis, { lockWatchdogTimeout: 900 });
     const lock = client.getLock(uniqueName());
     const renewed = await lock.acquire();
     const leased = await lock.acquire({ leaseTime: 5000 });

@@ -1,48 +1,37 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
+import { describe, expect, it } from '@jest/globals';
 import { InvalidArgumentError, LockLostError, PermitNotHeldError, WrongTypeError, type LockLostEvent } from '../../src/index.js';
 import { keySlot } from '../../src/keys.js';
-import { closeAll, commandCalls, connect, lockClient, serverTime, sleep, uniqueName, waitUntil, type Redis } from '../support/helpers.js';
-import { startRedis, type RedisServer } from '../support/redis.js';
+import { useRedis } from '../support/harness.js';
+import { commandCalls, lockClient, serverTime, sleep, uniqueName, waitUntil } from '../support/helpers.js';
 
-let server: RedisServer;
-let redis: Redis;
-
-beforeAll(async () => {
-  server = await startRedis({ controllable: true });
-  redis = await connect(server.url);
-});
-afterEach(closeAll);
-afterAll(async () => {
-  await redis.close();
-  await server.stop();
-});
+const env = useRedis({ server: { controllable: true } });
 
 describe('RPermitExpirableSemaphore', () => {
   it('stores permits in a sorted set scored by Redis server time + lease, the limit in a string, all keys in one slot', async () => {
-    const client = lockClient(redis);
+    const client = lockClient(env.redis);
     const semaphore = client.getPermitExpirableSemaphore(uniqueName());
     await semaphore.setPermits(2);
-    const before = await serverTime(redis);
+    const before = await serverTime(env.redis);
     const id = await semaphore.tryAcquire(0, 5, 'seconds');
-    const after = await serverTime(redis);
+    const after = await serverTime(env.redis);
     expect(id).toMatch(new RegExp(`^${client.id}-`));
-    expect(await redis.type(semaphore.key)).toBe('zset');
-    const score = (await redis.zScore(semaphore.key, id!))!;
+    expect(await env.redis.type(semaphore.key)).toBe('zset');
+    const score = (await env.redis.zScore(semaphore.key, id!))!;
     expect(score).toBeGreaterThanOrEqual(before + 5000);
     expect(score).toBeLessThanOrEqual(after + 5000);
-    const pttl = await redis.pTTL(semaphore.key);
+    const pttl = await env.redis.pTTL(semaphore.key);
     expect(pttl).toBeGreaterThan(4000);
     expect(pttl).toBeLessThanOrEqual(5000);
-    expect(await redis.get(semaphore.permitsKey)).toBe('2');
+    expect(await env.redis.get(semaphore.permitsKey)).toBe('2');
     const slots = new Set([semaphore.key, semaphore.permitsKey, semaphore.channel].map(keySlot));
     expect(slots.size).toBe(1);
     expect(semaphore.channel).toBe(`relock:channel:{${semaphore.name}}:permits`);
     await semaphore.release(id!);
-    expect(await redis.exists(semaphore.key)).toBe(0);
+    expect(await env.redis.exists(semaphore.key)).toBe(0);
   });
 
   it('limit 2, five concurrent acquirers: exactly two get a permit, three are refused', async () => {
-    const clients = [lockClient(redis), lockClient(redis)];
+    const clients = [lockClient(env.redis), lockClient(env.redis)];
     const name = uniqueName();
     await clients[0]!.getPermitExpirableSemaphore(name).setPermits(2);
     const ids = await Promise.all(Array.from({ length: 5 }, (_, i) => clients[i % 2]!.getPermitExpirableSemaphore(name).tryAcquire(0, 10, 'seconds')));
@@ -51,12 +40,12 @@ describe('RPermitExpirableSemaphore', () => {
     expect(await semaphore.acquiredPermits()).toBe(2);
     expect(await semaphore.availablePermits()).toBe(0);
     await semaphore.release(ids.find(Boolean)!);
-    expect(await redis.zCard(semaphore.key)).toBe(1);
+    expect(await env.redis.zCard(semaphore.key)).toBe(1);
     expect(await semaphore.availablePermits()).toBe(1);
   });
 
   it('setPermits, trySetPermits, addPermits and the counts; a missing limit means no permits', async () => {
-    const semaphore = lockClient(redis).getPermitExpirableSemaphore(uniqueName());
+    const semaphore = lockClient(env.redis).getPermitExpirableSemaphore(uniqueName());
     expect(await semaphore.getPermits()).toBe(0);
     expect(await semaphore.tryAcquire()).toBeUndefined();
     expect(await semaphore.trySetPermits(3)).toBe(true);
@@ -76,7 +65,7 @@ describe('RPermitExpirableSemaphore', () => {
   });
 
   it('releasing an unknown or expired id: tryRelease gives false, release a PermitNotHeldError, at once (known failure 1)', async () => {
-    const semaphore = lockClient(redis).getPermitExpirableSemaphore(uniqueName());
+    const semaphore = lockClient(env.redis).getPermitExpirableSemaphore(uniqueName());
     await semaphore.setPermits(2);
     expect(await semaphore.tryRelease('no-such-permit')).toBe(false);
     const error = await semaphore.release('no-such-permit').catch((e: unknown) => e);
@@ -94,7 +83,7 @@ describe('RPermitExpirableSemaphore', () => {
   });
 
   it('releasing a list is all or nothing: one id not held leaves every other permit held', async () => {
-    const semaphore = lockClient(redis).getPermitExpirableSemaphore(uniqueName());
+    const semaphore = lockClient(env.redis).getPermitExpirableSemaphore(uniqueName());
     await semaphore.setPermits(3);
     const ids = (await semaphore.tryAcquire(2, 0, 10, 'seconds'))!;
     expect(ids).toHaveLength(2);
@@ -108,16 +97,16 @@ describe('RPermitExpirableSemaphore', () => {
   });
 
   it('10,000 permits acquired and released in one call, with a lease and with the watchdog (known failure 17)', async () => {
-    const client = lockClient(redis, { lockWatchdogTimeout: 3000 });
+    const client = lockClient(env.redis, { lockWatchdogTimeout: 3000 });
     const semaphore = client.getPermitExpirableSemaphore(uniqueName());
     await semaphore.setPermits(10_000);
     const ids = (await semaphore.tryAcquire(10_000, 0, 30, 'seconds'))!;
     expect(ids).toHaveLength(10_000);
     expect(new Set(ids).size).toBe(10_000);
-    expect(await redis.zCard(semaphore.key)).toBe(10_000);
+    expect(await env.redis.zCard(semaphore.key)).toBe(10_000);
     expect(await semaphore.tryAcquire()).toBeUndefined();
     await semaphore.release(ids);
-    expect(await redis.exists(semaphore.key)).toBe(0);
+    expect(await env.redis.exists(semaphore.key)).toBe(0);
 
     const handle = await semaphore.acquire({ permits: 10_000 });
     expect(client.stats().watchdogHolds).toBe(10_000);
@@ -128,25 +117,25 @@ describe('RPermitExpirableSemaphore', () => {
   });
 
   it('a permit without a lease is renewed by the watchdog past 3× lockWatchdogTimeout, and not after its release', async () => {
-    const client = lockClient(redis, { lockWatchdogTimeout: 600 });
+    const client = lockClient(env.redis, { lockWatchdogTimeout: 600 });
     const semaphore = client.getPermitExpirableSemaphore(uniqueName());
     await semaphore.setPermits(1);
     const id = (await semaphore.tryAcquire())!;
     await sleep(2000);
-    expect(await redis.zScore(semaphore.key, id)).toBeGreaterThan(await serverTime(redis));
+    expect(await env.redis.zScore(semaphore.key, id)).toBeGreaterThan(await serverTime(env.redis));
     expect(await semaphore.availablePermits()).toBe(0);
     expect(client.stats().renewalCalls).toBeGreaterThanOrEqual(5);
     await semaphore.release(id);
     const calls = client.stats().renewalCalls;
-    const evalsha = await commandCalls(redis, 'evalsha');
+    const evalsha = await commandCalls(env.redis, 'evalsha');
     await sleep(700);
     expect(client.stats().renewalCalls).toBe(calls);
-    expect(await commandCalls(redis, 'evalsha')).toBe(evalsha);
+    expect(await commandCalls(env.redis, 'evalsha')).toBe(evalsha);
     expect(client.stats().watchdogHolds).toBe(0);
   });
 
   it('a permit with a lease is not renewed and expires on its own; the handle signal aborts at the lease end', async () => {
-    const client = lockClient(redis, { lockWatchdogTimeout: 300 });
+    const client = lockClient(env.redis, { lockWatchdogTimeout: 300 });
     const semaphore = client.getPermitExpirableSemaphore(uniqueName());
     await semaphore.setPermits(1);
     const handle = await semaphore.acquire({ leaseTime: 400 });
@@ -161,12 +150,12 @@ describe('RPermitExpirableSemaphore', () => {
   });
 
   it('a watchdog permit removed behind the holder\'s back surfaces as lockLost and an aborted handle signal', async () => {
-    const client = lockClient(redis, { lockWatchdogTimeout: 600 });
+    const client = lockClient(env.redis, { lockWatchdogTimeout: 600 });
     const semaphore = client.getPermitExpirableSemaphore(uniqueName());
     await semaphore.setPermits(2);
     const handle = await semaphore.acquire({ permits: 2 });
     const lost = new Promise<LockLostEvent>((resolve) => client.once('lockLost', resolve));
-    await redis.zRem(semaphore.key, handle.ids[1]!);
+    await env.redis.zRem(semaphore.key, handle.ids[1]!);
     const event = await lost;
     expect(event).toMatchObject({ name: semaphore.name, key: semaphore.key, owner: handle.ids[1], reason: 'expired' });
     expect(handle.signal.aborted).toBe(true);
@@ -175,7 +164,7 @@ describe('RPermitExpirableSemaphore', () => {
   });
 
   it('releases racing with renewals never report a permit lost', async () => {
-    const client = lockClient(redis, { lockWatchdogTimeout: 300 });
+    const client = lockClient(env.redis, { lockWatchdogTimeout: 300 });
     const semaphore = client.getPermitExpirableSemaphore(uniqueName());
     await semaphore.setPermits(4);
     const lost: LockLostEvent[] = [];
@@ -195,7 +184,7 @@ describe('RPermitExpirableSemaphore', () => {
   });
 
   it('a refused list release keeps the watchdog renewing the permits that are still held', async () => {
-    const client = lockClient(redis, { lockWatchdogTimeout: 400 });
+    const client = lockClient(env.redis, { lockWatchdogTimeout: 400 });
     const semaphore = client.getPermitExpirableSemaphore(uniqueName());
     await semaphore.setPermits(1);
     const handle = await semaphore.acquire();
@@ -207,18 +196,18 @@ describe('RPermitExpirableSemaphore', () => {
   });
 
   it('updateLeaseTime moves the expiry (server time) of held permits and ends their watchdog renewal; false for unknown ids', async () => {
-    const client = lockClient(redis, { lockWatchdogTimeout: 3000 });
+    const client = lockClient(env.redis, { lockWatchdogTimeout: 3000 });
     const semaphore = client.getPermitExpirableSemaphore(uniqueName());
     await semaphore.setPermits(2);
     const id = (await semaphore.tryAcquire())!;
     expect(client.stats().watchdogHolds).toBe(1);
-    const before = await serverTime(redis);
+    const before = await serverTime(env.redis);
     expect(await semaphore.updateLeaseTime(id, 60, 'seconds')).toBe(true);
     expect(client.stats().watchdogHolds).toBe(0);
-    expect((await redis.zScore(semaphore.key, id))! - before).toBeGreaterThanOrEqual(60_000);
-    expect(await redis.pTTL(semaphore.key)).toBeGreaterThan(59_000);
+    expect((await env.redis.zScore(semaphore.key, id))! - before).toBeGreaterThanOrEqual(60_000);
+    expect(await env.redis.pTTL(semaphore.key)).toBeGreaterThan(59_000);
     expect(await semaphore.updateLeaseTime([id, 'bogus'], 1, 'seconds')).toBe(false);
-    expect((await redis.zScore(semaphore.key, id))! - before).toBeGreaterThanOrEqual(60_000);
+    expect((await env.redis.zScore(semaphore.key, id))! - before).toBeGreaterThanOrEqual(60_000);
 
     const handle = await semaphore.acquire();
     await handle.updateLeaseTime(300);
@@ -229,7 +218,7 @@ describe('RPermitExpirableSemaphore', () => {
   });
 
   it('await using releases the permits at the end of the block', async () => {
-    const semaphore = lockClient(redis).getPermitExpirableSemaphore(uniqueName());
+    const semaphore = lockClient(env.redis).getPermitExpirableSemaphore(uniqueName());
     await semaphore.setPermits(3);
     {
       await using handle = await semaphore.acquire({ permits: 2, leaseTime: 10, unit: 's' });
@@ -240,34 +229,34 @@ describe('RPermitExpirableSemaphore', () => {
   });
 
   it('a release whose reply is lost is retried without failing or releasing twice (request latch)', async () => {
-    const client = lockClient(redis, { responseTimeout: 150, retry: { minTimeout: 50, maxTimeout: 200, retries: 6 } });
+    const client = lockClient(env.redis, { responseTimeout: 150, retry: { minTimeout: 50, maxTimeout: 200, retries: 6 } });
     const semaphore = client.getPermitExpirableSemaphore(uniqueName());
     await semaphore.setPermits(2);
     const [a, b] = (await semaphore.tryAcquire(2, 0, 30, 'seconds'))!;
-    const calls = await commandCalls(redis, 'evalsha');
-    server.pause();
+    const calls = await commandCalls(env.redis, 'evalsha');
+    env.server.pause();
     let releasing: Promise<void>;
     try {
       releasing = semaphore.release(a!);
       await sleep(400);
     } finally {
-      server.resume();
+      env.server.resume();
     }
     await releasing;
-    expect(await commandCalls(redis, 'evalsha')).toBeGreaterThanOrEqual(calls + 2);
-    expect(await redis.zRange(semaphore.key, 0, -1)).toEqual([b]);
+    expect(await commandCalls(env.redis, 'evalsha')).toBeGreaterThanOrEqual(calls + 2);
+    expect(await env.redis.zRange(semaphore.key, 0, -1)).toEqual([b]);
   });
 
   it('a key that holds other data fails with WrongTypeError; bad arguments with InvalidArgumentError before anything is sent', async () => {
-    const client = lockClient(redis);
+    const client = lockClient(env.redis);
     const name = uniqueName();
-    await redis.set(name, 'application data');
+    await env.redis.set(name, 'application data');
     const error = await client.getPermitExpirableSemaphore(name).tryAcquire(1, 's').catch((e: unknown) => e);
     expect(error).toBeInstanceOf(WrongTypeError);
     expect((error as WrongTypeError).actualType).toBe('string');
 
     const semaphore = client.getPermitExpirableSemaphore(uniqueName());
-    const before = await commandCalls(redis, 'evalsha');
+    const before = await commandCalls(env.redis, 'evalsha');
     await expect(semaphore.acquire({ permits: 0 })).rejects.toThrow(InvalidArgumentError);
     await expect(semaphore.acquire({ permits: 1.5 })).rejects.toThrow(/permits/);
     await expect(semaphore.tryAcquire(1, 0, 's')).rejects.toThrow(/leaseTime/);
@@ -277,6 +266,6 @@ describe('RPermitExpirableSemaphore', () => {
     await expect(semaphore.updateLeaseTime('a', -1, 's')).rejects.toThrow(/leaseTime/);
     await expect(semaphore.setPermits(-1)).rejects.toThrow(/permits/);
     expect(() => client.getPermitExpirableSemaphore('a{}b')).toThrow(/hash tag/);
-    expect(await commandCalls(redis, 'evalsha')).toBe(before);
+    expect(await commandCalls(env.redis, 'evalsha')).toBe(before);
   });
 });

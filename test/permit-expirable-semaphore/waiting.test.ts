@@ -1,24 +1,13 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
+import { describe, expect, it } from '@jest/globals';
 import { ClientClosedError, PermitAcquireTimeoutError } from '../../src/index.js';
-import { abandonWaits, activeTimers, closeAll, commandCalls, connect, lockClient, sleep, subscribers, uniqueName, waitUntil, type Redis } from '../support/helpers.js';
-import { startRedis, type RedisServer } from '../support/redis.js';
+import { useRedis } from '../support/harness.js';
+import { abandonWaits, activeTimers, commandCalls, lockClient, sleep, subscribers, uniqueName, waitUntil } from '../support/helpers.js';
 
-let server: RedisServer;
-let redis: Redis;
-
-beforeAll(async () => {
-  server = await startRedis({ controllable: true });
-  redis = await connect(server.url);
-});
-afterEach(closeAll);
-afterAll(async () => {
-  await redis.close();
-  await server.stop();
-});
+const env = useRedis({ server: { controllable: true } });
 
 /** A semaphore of `permits` permits on a fresh name, seen from a new client. */
 async function semaphoreOf(permits: number, options: Parameters<typeof lockClient>[1] = {}): Promise<ReturnType<ReturnType<typeof lockClient>['getPermitExpirableSemaphore']>> {
-  const semaphore = lockClient(redis, options).getPermitExpirableSemaphore(uniqueName());
+  const semaphore = lockClient(env.redis, options).getPermitExpirableSemaphore(uniqueName());
   await semaphore.setPermits(permits);
   return semaphore;
 }
@@ -26,13 +15,13 @@ async function semaphoreOf(permits: number, options: Parameters<typeof lockClien
 describe('waiting for expirable permits', () => {
   it('two waiters each needing 2 of 2 permits: the second gets them within milliseconds of the release (known failure 20)', async () => {
     const holder = await semaphoreOf(2);
-    const waiter = lockClient(redis).getPermitExpirableSemaphore(holder.name);
+    const waiter = lockClient(env.redis).getPermitExpirableSemaphore(holder.name);
     const latencies: number[] = [];
     for (let i = 0; i < 15; i++) {
       const held = await holder.acquire({ permits: 2 });
       let acquiredAt = 0;
       const waiting = waiter.acquire({ permits: 2, waitTime: 10, unit: 's' }).then((h) => ((acquiredAt = performance.now()), h));
-      await subscribers(redis, holder.channel);
+      await subscribers(env.redis, holder.channel);
       await sleep(5);
       await held.release();
       const releasedAt = performance.now();
@@ -48,12 +37,12 @@ describe('waiting for expirable permits', () => {
     const semaphore = await semaphoreOf(2);
     const [a, b] = (await semaphore.tryAcquire(2, 0, 30, 'seconds'))!;
     const waiting = semaphore.tryAcquire(2, 10_000, 30_000, 'ms');
-    await subscribers(redis, semaphore.channel);
+    await subscribers(env.redis, semaphore.channel);
     await sleep(20);
-    const calls = await commandCalls(redis, 'evalsha');
+    const calls = await commandCalls(env.redis, 'evalsha');
     await semaphore.release(a!);
     await sleep(200);
-    expect((await commandCalls(redis, 'evalsha')) - calls).toBe(1);
+    expect((await commandCalls(env.redis, 'evalsha')) - calls).toBe(1);
     const started = performance.now();
     await semaphore.release(b!);
     expect(await waiting).toHaveLength(2);
@@ -65,7 +54,7 @@ describe('waiting for expirable permits', () => {
     const [a, b] = (await semaphore.tryAcquire(2, 0, 30, 'seconds'))!;
     const order: string[] = [];
     const big = semaphore.acquire({ permits: 2 }).then((h) => (order.push('two'), h));
-    await subscribers(redis, semaphore.channel);
+    await subscribers(env.redis, semaphore.channel);
     await sleep(20);
     const small = semaphore.acquire().then((h) => (order.push('one'), h));
     await sleep(20);
@@ -107,17 +96,17 @@ describe('waiting for expirable permits', () => {
   it('aborting a wait rejects with the reason and leaves no subscription, timer or watchdog hold (known failures 11, 12)', async () => {
     const semaphore = await semaphoreOf(1);
     await semaphore.tryAcquire(0, 30, 'seconds');
-    const client = lockClient(redis);
+    const client = lockClient(env.redis);
     const timers = activeTimers();
     for (let i = 0; i < 200; i++) {
       const controller = new AbortController();
       const waiting = client.getPermitExpirableSemaphore(semaphore.name).acquire({ signal: controller.signal });
-      if (i === 0) await subscribers(redis, semaphore.channel);
+      if (i === 0) await subscribers(env.redis, semaphore.channel);
       else await sleep(1);
       controller.abort(new Error('caller gave up'));
       await expect(waiting).rejects.toThrow('caller gave up');
     }
-    await subscribers(redis, semaphore.channel, 0);
+    await subscribers(env.redis, semaphore.channel, 0);
     expect(client.stats()).toMatchObject({ subscriptions: 0, watchdogHolds: 0 });
     await waitUntil(() => activeTimers() <= timers, 1000, 10, 'timers to be cleared');
     expect(await semaphore.acquiredPermits()).toBe(1);
@@ -126,7 +115,7 @@ describe('waiting for expirable permits', () => {
   it('10,000 abandoned waits leave no subscription, timer, watchdog hold or growing heap behind (known failure 12)', async () => {
     const semaphore = await semaphoreOf(1);
     await semaphore.tryAcquire(0, 60, 'seconds');
-    const client = lockClient(redis);
+    const client = lockClient(env.redis);
     const heapGrowth = await abandonWaits(client, 10_000, (signal) => client.getPermitExpirableSemaphore(semaphore.name).acquire({ signal }));
     expect(client.stats().watchdogHolds).toBe(0);
     expect(heapGrowth).toBeLessThan(10 * 1024 * 1024); // a leak of 2.3 KB per wait would exceed it
@@ -136,24 +125,24 @@ describe('waiting for expirable permits', () => {
   it('permits taken by an attempt that went through after its caller gave up are released at once', async () => {
     const semaphore = await semaphoreOf(1, { responseTimeout: 5000 });
     const controller = new AbortController();
-    server.pause();
+    env.server.pause();
     try {
       const waiting = semaphore.acquire({ signal: controller.signal });
       await sleep(100);
       controller.abort(new Error('gave up'));
       await expect(waiting).rejects.toThrow('gave up');
     } finally {
-      server.resume();
+      env.server.resume();
     }
-    await waitUntil(async () => (await semaphore.acquiredPermits()) === 0 && (await redis.exists(semaphore.key)) === 0, 3000, 10, 'the late acquisition to be undone');
+    await waitUntil(async () => (await semaphore.acquiredPermits()) === 0 && (await env.redis.exists(semaphore.key)) === 0, 3000, 10, 'the late acquisition to be undone');
   });
 
   it('shutdown wakes a waiter with ClientClosedError', async () => {
     const semaphore = await semaphoreOf(1);
     await semaphore.tryAcquire(0, 30, 'seconds');
-    const client = lockClient(redis);
+    const client = lockClient(env.redis);
     const waiting = client.getPermitExpirableSemaphore(semaphore.name).tryAcquire(30, 'seconds');
-    await subscribers(redis, semaphore.channel);
+    await subscribers(env.redis, semaphore.channel);
     const outcome = expect(waiting).rejects.toBeInstanceOf(ClientClosedError);
     await client.shutdown();
     await outcome;

@@ -1,27 +1,12 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
-import { closeAll, connect, lockClient, subscribers, uniqueName, Worker, type Redis } from '../support/helpers.js';
-import { startRedis, type RedisServer } from '../support/redis.js';
+import { describe, expect, it } from '@jest/globals';
+import { useRedis } from '../support/harness.js';
+import { lockClient, subscribers, uniqueName, Worker } from '../support/helpers.js';
 
-let server: RedisServer;
-let redis: Redis;
-const workers: Worker[] = [];
-
-beforeAll(async () => {
-  server = await startRedis();
-  redis = await connect(server.url);
-});
-afterEach(async () => {
-  await Promise.all(workers.splice(0).map((w) => w.stop()));
-  await closeAll();
-});
-afterAll(async () => {
-  await redis.close();
-  await server.stop();
-});
+const env = useRedis();
 
 async function worker(): Promise<Worker> {
-  const w = new Worker('semaphore-worker', { url: server.url });
-  workers.push(w);
+  const w = new Worker('semaphore-worker', { url: env.server.url });
+  env.workers.push(w);
   await w.next('ready', 60_000);
   return w;
 }
@@ -30,20 +15,20 @@ describe('RSemaphore across processes', () => {
   it('20 workers in 3 processes on 3 permits never have more than 3 inside (independent INCR/DECR oracle)', async () => {
     const name = uniqueName();
     const oracle = uniqueName('oracle');
-    await lockClient(redis).getSemaphore(name).trySetPermits(3);
+    await lockClient(env.redis).getSemaphore(name).trySetPermits(3);
     const procs = await Promise.all(Array.from({ length: 3 }, () => worker()));
     procs.forEach((w, i) => w.send({ cmd: 'loop', kind: 'semaphore', name, oracle: `counter:${oracle}`, workers: i === 0 ? 6 : 7, rounds: 12, holdMs: 5 }));
     const results = await Promise.all(procs.map((w) => w.next('looped', 60_000)));
     expect(results.map((r) => r.error)).toEqual([undefined, undefined, undefined]);
-    expect(Number(await redis.get(`${oracle}:max`))).toBeLessThanOrEqual(3);
-    expect(Number(await redis.get(`${oracle}:max`))).toBeGreaterThanOrEqual(2);
-    expect(await redis.get(oracle)).toBe('0');
-    expect(await redis.get(name)).toBe('3');
+    expect(Number(await env.redis.get(`${oracle}:max`))).toBeLessThanOrEqual(3);
+    expect(Number(await env.redis.get(`${oracle}:max`))).toBeGreaterThanOrEqual(2);
+    expect(await env.redis.get(oracle)).toBe('0');
+    expect(await env.redis.get(name)).toBe('3');
   }, 120_000);
 
   it('two processes each needing 2 of 2 permits: the waiting one gets them within milliseconds of the release', async () => {
     const name = uniqueName();
-    const semaphore = lockClient(redis).getSemaphore(name);
+    const semaphore = lockClient(env.redis).getSemaphore(name);
     await semaphore.trySetPermits(2);
     const [a, b] = await Promise.all([worker(), worker()]);
     const latencies: number[] = [];
@@ -52,7 +37,7 @@ describe('RSemaphore across processes', () => {
       holder.send({ cmd: 'take', name, permits: 2, waitMs: 0 });
       expect((await holder.next('taken')).ok).toBe(true);
       waiter.send({ cmd: 'take', name, permits: 2, waitMs: 20_000 });
-      await subscribers(redis, semaphore.channel);
+      await subscribers(env.redis, semaphore.channel);
       holder.send({ cmd: 'give', name, permits: 2 });
       const given = await holder.next('given');
       const taken = await waiter.next('taken');

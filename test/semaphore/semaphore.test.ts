@@ -1,30 +1,19 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
+import { describe, expect, it } from '@jest/globals';
 import { InvalidArgumentError, PermitAcquireTimeoutError, WrongTypeError } from '../../src/index.js';
 import { keySlot } from '../../src/keys.js';
-import { activeTimers, closeAll, commandCalls, connect, lockClient, sleep, subscribers, uniqueName, waitUntil, type Redis } from '../support/helpers.js';
-import { startRedis, type RedisServer } from '../support/redis.js';
+import { useRedis } from '../support/harness.js';
+import { activeTimers, commandCalls, lockClient, sleep, subscribers, uniqueName, waitUntil } from '../support/helpers.js';
 
-let server: RedisServer;
-let redis: Redis;
-
-beforeAll(async () => {
-  server = await startRedis({ controllable: true });
-  redis = await connect(server.url);
-});
-afterEach(closeAll);
-afterAll(async () => {
-  await redis.close();
-  await server.stop();
-});
+const env = useRedis({ server: { controllable: true } });
 
 describe('RSemaphore', () => {
   it('keeps the free count in a string; trySetPermits, tryAcquire, release, addPermits, drainPermits', async () => {
-    const semaphore = lockClient(redis).getSemaphore(uniqueName());
+    const semaphore = lockClient(env.redis).getSemaphore(uniqueName());
     expect(await semaphore.availablePermits()).toBe(0);
     expect(await semaphore.tryAcquire()).toBe(false);
     expect(await semaphore.trySetPermits(3)).toBe(true);
     expect(await semaphore.trySetPermits(5)).toBe(false);
-    expect(await redis.get(semaphore.key)).toBe('3');
+    expect(await env.redis.get(semaphore.key)).toBe('3');
     expect(await semaphore.tryAcquire(2)).toBe(true);
     expect(await semaphore.tryAcquire(2)).toBe(false);
     expect(await semaphore.tryAcquire()).toBe(true);
@@ -36,32 +25,32 @@ describe('RSemaphore', () => {
     await semaphore.addPermits(4);
     expect(await semaphore.drainPermits()).toBe(3);
     expect(await semaphore.availablePermits()).toBe(0);
-    expect(await lockClient(redis).getSemaphore(uniqueName()).drainPermits()).toBe(0);
+    expect(await lockClient(env.redis).getSemaphore(uniqueName()).drainPermits()).toBe(0);
     expect(keySlot(semaphore.channel)).toBe(keySlot(semaphore.key));
     expect(semaphore.channel).toBe(`relock:channel:{${semaphore.name}}:permits`);
   });
 
   it('tryAcquire with no wait time makes exactly one attempt (known failure 13)', async () => {
-    const semaphore = lockClient(redis).getSemaphore(uniqueName());
+    const semaphore = lockClient(env.redis).getSemaphore(uniqueName());
     await semaphore.trySetPermits(1);
     expect(await semaphore.tryAcquire(2)).toBe(false);
-    const before = await commandCalls(redis, 'evalsha');
+    const before = await commandCalls(env.redis, 'evalsha');
     expect(await semaphore.tryAcquire(2)).toBe(false);
     expect(await semaphore.tryAcquire(2, 0, 's')).toBe(false);
-    expect((await commandCalls(redis, 'evalsha')) - before).toBe(2);
+    expect((await commandCalls(env.redis, 'evalsha')) - before).toBe(2);
   });
 
   it('a waiter for 2 is woken when the second permit is released, within milliseconds, and not by the first (known failure 20)', async () => {
-    const semaphore = lockClient(redis).getSemaphore(uniqueName());
+    const semaphore = lockClient(env.redis).getSemaphore(uniqueName());
     await semaphore.trySetPermits(0);
-    const waiter = lockClient(redis).getSemaphore(semaphore.name);
+    const waiter = lockClient(env.redis).getSemaphore(semaphore.name);
     const waiting = waiter.tryAcquire(2, 10, 'seconds');
-    await subscribers(redis, semaphore.channel);
+    await subscribers(env.redis, semaphore.channel);
     await sleep(20);
-    const calls = await commandCalls(redis, 'evalsha');
+    const calls = await commandCalls(env.redis, 'evalsha');
     await semaphore.release();
     await sleep(200);
-    expect((await commandCalls(redis, 'evalsha')) - calls).toBe(1);
+    expect((await commandCalls(env.redis, 'evalsha')) - calls).toBe(1);
     const started = performance.now();
     await semaphore.release();
     expect(await waiting).toBe(true);
@@ -70,11 +59,11 @@ describe('RSemaphore', () => {
   });
 
   it('a waiter for 2 is not overtaken by later one-permit waiters of the same process', async () => {
-    const semaphore = lockClient(redis).getSemaphore(uniqueName());
+    const semaphore = lockClient(env.redis).getSemaphore(uniqueName());
     await semaphore.trySetPermits(0);
     const order: string[] = [];
     const big = semaphore.acquire(2).then(() => order.push('two'));
-    await subscribers(redis, semaphore.channel);
+    await subscribers(env.redis, semaphore.channel);
     await sleep(20);
     const small = semaphore.acquire().then(() => order.push('one'));
     await sleep(20);
@@ -89,18 +78,18 @@ describe('RSemaphore', () => {
   });
 
   it('still acquires when a count change publishes nothing: the fallback timer of lockWatchdogTimeout fires', async () => {
-    const semaphore = lockClient(redis, { lockWatchdogTimeout: 500 }).getSemaphore(uniqueName());
+    const semaphore = lockClient(env.redis, { lockWatchdogTimeout: 500 }).getSemaphore(uniqueName());
     await semaphore.trySetPermits(0);
     const started = performance.now();
     const waiting = semaphore.tryAcquire(1, 5, 'seconds');
-    await subscribers(redis, semaphore.channel);
-    await redis.incr(semaphore.key);
+    await subscribers(env.redis, semaphore.channel);
+    await env.redis.incr(semaphore.key);
     expect(await waiting).toBe(true);
     expect(performance.now() - started).toBeLessThan(1500);
   });
 
   it('acquire() with a wait time throws PermitAcquireTimeoutError; an aborted wait leaves no subscription or timer', async () => {
-    const client = lockClient(redis);
+    const client = lockClient(env.redis);
     const semaphore = client.getSemaphore(uniqueName());
     const error = await semaphore.acquire({ permits: 2, waitTime: 150 }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(PermitAcquireTimeoutError);
@@ -108,17 +97,17 @@ describe('RSemaphore', () => {
     const timers = activeTimers();
     const controller = new AbortController();
     const waiting = semaphore.acquire({ signal: controller.signal });
-    await subscribers(redis, semaphore.channel);
+    await subscribers(env.redis, semaphore.channel);
     controller.abort(new Error('stop'));
     await expect(waiting).rejects.toThrow('stop');
-    await subscribers(redis, semaphore.channel, 0);
+    await subscribers(env.redis, semaphore.channel, 0);
     expect(client.stats().subscriptions).toBe(0);
     await waitUntil(() => activeTimers() <= timers, 1000, 10, 'timers to be cleared');
     expect(await semaphore.availablePermits()).toBe(0);
   });
 
   it('100 waiters in 4 clients cost Redis work in proportion to releases, not to elapsed time (known failure 16)', async () => {
-    const clients = Array.from({ length: 4 }, () => lockClient(redis));
+    const clients = Array.from({ length: 4 }, () => lockClient(env.redis));
     const name = uniqueName();
     const waiters = Array.from({ length: 100 }, async (_, i) => {
       const semaphore = clients[i % 4]!.getSemaphore(name);
@@ -127,48 +116,48 @@ describe('RSemaphore', () => {
       await semaphore.release();
       return ok;
     });
-    await subscribers(redis, clients[0]!.getSemaphore(name).channel, 4);
+    await subscribers(env.redis, clients[0]!.getSemaphore(name).channel, 4);
     await sleep(200);
-    const before = await commandCalls(redis, 'evalsha');
+    const before = await commandCalls(env.redis, 'evalsha');
     await sleep(1000);
-    expect(await commandCalls(redis, 'evalsha')).toBe(before);
+    expect(await commandCalls(env.redis, 'evalsha')).toBe(before);
     await clients[0]!.getSemaphore(name).release();
     expect((await Promise.all(waiters)).every(Boolean)).toBe(true);
-    const perRelease = ((await commandCalls(redis, 'evalsha')) - before) / 101;
+    const perRelease = ((await commandCalls(env.redis, 'evalsha')) - before) / 101;
     expect(perRelease).toBeLessThan(8);
   });
 
   it('release and acquire whose replies are lost are retried without counting twice (request latch)', async () => {
-    const client = lockClient(redis, { responseTimeout: 150, retry: { minTimeout: 50, maxTimeout: 200, retries: 6 } });
+    const client = lockClient(env.redis, { responseTimeout: 150, retry: { minTimeout: 50, maxTimeout: 200, retries: 6 } });
     const semaphore = client.getSemaphore(uniqueName());
     await semaphore.trySetPermits(5);
     for (const [call, expected] of [[() => semaphore.release(2), 7], [() => semaphore.acquire(3), 4]] as const) {
-      const calls = await commandCalls(redis, 'evalsha');
-      server.pause();
+      const calls = await commandCalls(env.redis, 'evalsha');
+      env.server.pause();
       let running: Promise<void>;
       try {
         running = call();
         await sleep(400);
       } finally {
-        server.resume();
+        env.server.resume();
       }
       await running;
-      expect(await commandCalls(redis, 'evalsha')).toBeGreaterThanOrEqual(calls + 2);
+      expect(await commandCalls(env.redis, 'evalsha')).toBeGreaterThanOrEqual(calls + 2);
       expect(await semaphore.availablePermits()).toBe(expected);
     }
   });
 
   it('a key that holds other data fails with WrongTypeError; bad arguments with InvalidArgumentError before anything is sent', async () => {
-    const client = lockClient(redis);
+    const client = lockClient(env.redis);
     const name = uniqueName();
-    await redis.hSet(name, 'f', 'v');
+    await env.redis.hSet(name, 'f', 'v');
     const error = await client.getSemaphore(name).tryAcquire().catch((e: unknown) => e);
     expect(error).toBeInstanceOf(WrongTypeError);
     expect((error as WrongTypeError).actualType).toBe('hash');
     await expect(client.getSemaphore(name).availablePermits()).rejects.toBeInstanceOf(WrongTypeError);
 
     const semaphore = client.getSemaphore(uniqueName());
-    const before = await commandCalls(redis, 'evalsha');
+    const before = await commandCalls(env.redis, 'evalsha');
     await expect(semaphore.tryAcquire(0)).rejects.toThrow(InvalidArgumentError);
     await expect(semaphore.acquire(-1)).rejects.toThrow(/permits/);
     await expect(semaphore.release(1.5)).rejects.toThrow(/permits/);
@@ -176,6 +165,6 @@ describe('RSemaphore', () => {
     await expect(semaphore.trySetPermits(-1)).rejects.toThrow(/permits/);
     await expect(semaphore.addPermits(Number.NaN)).rejects.toThrow(/permits/);
     await expect(semaphore.tryAcquire(1, -5, 's')).rejects.toThrow(/waitTime/);
-    expect(await commandCalls(redis, 'evalsha')).toBe(before);
+    expect(await commandCalls(env.redis, 'evalsha')).toBe(before);
   });
 });

@@ -1,38 +1,27 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
+import { describe, expect, it } from '@jest/globals';
 import { ExponentialBackoff, resolveBackoff } from '../../src/backoff.js';
 import { ClientClosedError, IllegalMonitorStateError, InvalidArgumentError, runInContext, WrongTypeError } from '../../src/index.js';
-import { activeTimers, closeAll, commandCalls, connect, lockClient, numsub, sleep, uniqueName, waitUntil, type Redis } from '../support/helpers.js';
-import { startRedis, type RedisServer } from '../support/redis.js';
+import { useRedis } from '../support/harness.js';
+import { activeTimers, commandCalls, lockClient, numsub, sleep, uniqueName, waitUntil } from '../support/helpers.js';
 
-let server: RedisServer;
-let redis: Redis;
-
-beforeAll(async () => {
-  server = await startRedis();
-  redis = await connect(server.url);
-});
-afterEach(closeAll);
-afterAll(async () => {
-  await redis.close();
-  await server.stop();
-});
+const env = useRedis();
 
 /** Clients of this server connected for pub/sub (a subscriber connection relock opened). */
 async function pubsubClients(): Promise<number> {
-  const list = (await redis.sendCommand(['CLIENT', 'LIST', 'TYPE', 'pubsub'])) as string;
+  const list = (await env.redis.sendCommand(['CLIENT', 'LIST', 'TYPE', 'pubsub'])) as string;
   return list.split('\n').filter((line) => line.trim().length > 0).length;
 }
 
 describe('SpinLock', () => {
   it('is the RLock hash: reentrant per owner, exclusive between owners, and exclusive with RLock on the same name', async () => {
-    const client = lockClient(redis);
+    const client = lockClient(env.redis);
     const name = uniqueName();
     const lock = client.getSpinLock(name);
     expect(await lock.tryLock(0, 5, 'seconds')).toBe(true);
     expect(await lock.tryLock()).toBe(true);
     expect(await lock.getHoldCount()).toBe(2);
-    const [owner] = Object.keys(await redis.hGetAll(lock.key));
-    expect(await redis.hGet(lock.key, owner!)).toBe('2');
+    const [owner] = Object.keys(await env.redis.hGetAll(lock.key));
+    expect(await env.redis.hGet(lock.key, owner!)).toBe('2');
 
     expect(await client.getSpinLock(name).tryLock(50, 'ms')).toBe(false);
     expect(await client.getLock(name).tryLock()).toBe(false);
@@ -50,9 +39,9 @@ describe('SpinLock', () => {
 
   it('an unlock after the lease expired fails at once and leaves the new holder alone; a name holding a string fails with WrongTypeError (known failures 1–3)', async () => {
     const name = uniqueName();
-    const a = lockClient(redis).getSpinLock(name);
+    const a = lockClient(env.redis).getSpinLock(name);
     expect(await a.tryLock(0, 100, 'ms')).toBe(true);
-    const b = lockClient(redis).getSpinLock(name);
+    const b = lockClient(env.redis).getSpinLock(name);
     expect(await b.tryLock(2, 5, 'seconds')).toBe(true);
     const started = performance.now();
     await expect(a.unlock()).rejects.toBeInstanceOf(IllegalMonitorStateError);
@@ -61,14 +50,14 @@ describe('SpinLock', () => {
     await b.unlock();
 
     const taken = uniqueName();
-    await redis.set(taken, 'application data');
-    await expect(lockClient(redis).getSpinLock(taken).tryLock(1, 'seconds')).rejects.toBeInstanceOf(WrongTypeError);
+    await env.redis.set(taken, 'application data');
+    await expect(lockClient(env.redis).getSpinLock(taken).tryLock(1, 'seconds')).rejects.toBeInstanceOf(WrongTypeError);
   });
 
   it('keeps mutual exclusion for a read-modify-write counter across clients and contexts', async () => {
     const name = uniqueName();
     const key = uniqueName('counter');
-    const clients = [lockClient(redis), lockClient(redis), lockClient(redis)];
+    const clients = [lockClient(env.redis), lockClient(env.redis), lockClient(env.redis)];
     let inside = 0;
     let overlaps = 0;
     await Promise.all(
@@ -79,9 +68,9 @@ describe('SpinLock', () => {
               const lock = client.getSpinLock(name);
               await lock.lock();
               if (++inside > 1) overlaps++;
-              const value = Number((await redis.get(key)) ?? 0);
+              const value = Number((await env.redis.get(key)) ?? 0);
               await new Promise((resolve) => setImmediate(resolve));
-              await redis.set(key, String(value + 1));
+              await env.redis.set(key, String(value + 1));
               inside--;
               await lock.unlock();
             }
@@ -90,11 +79,11 @@ describe('SpinLock', () => {
       ),
     );
     expect(overlaps).toBe(0);
-    expect(await redis.get(key)).toBe(String(3 * 2 * 25));
+    expect(await env.redis.get(key)).toBe(String(3 * 2 * 25));
   });
 
   it('uses the watchdog without a lease and honours an explicit lease', async () => {
-    const client = lockClient(redis, { lockWatchdogTimeout: 600 });
+    const client = lockClient(env.redis, { lockWatchdogTimeout: 600 });
     const lock = client.getSpinLock(uniqueName());
     await lock.lock();
     expect(client.stats().watchdogHolds).toBe(1);
@@ -109,41 +98,41 @@ describe('SpinLock', () => {
   });
 
   it('subscribes to nothing, opens no subscriber connection, and its unlock and forceUnlock publish nothing', async () => {
-    const holderClient = lockClient(redis);
-    const waiterClient = lockClient(redis);
+    const holderClient = lockClient(env.redis);
+    const waiterClient = lockClient(env.redis);
     const name = uniqueName();
     const holder = holderClient.getSpinLock(name);
-    const subscribesBefore = await commandCalls(redis, 'subscribe');
-    const publishesBefore = await commandCalls(redis, 'publish');
+    const subscribesBefore = await commandCalls(env.redis, 'subscribe');
+    const publishesBefore = await commandCalls(env.redis, 'publish');
     const pubsubBefore = await pubsubClients();
 
     await holder.lock();
     const waiting = waiterClient.getSpinLock(name).tryLock(3, 'seconds');
     await sleep(150);
     expect(waiterClient.stats().subscriptions).toBe(0);
-    expect(await numsub(redis, holder.channel)).toBe(0);
+    expect(await numsub(env.redis, holder.channel)).toBe(0);
     expect(await pubsubClients()).toBe(pubsubBefore);
     await holder.unlock();
     expect(await waiting).toBe(true);
     await waiterClient.getSpinLock(name).forceUnlock().catch(() => false);
     expect(await holder.isLocked()).toBe(false);
 
-    expect(await commandCalls(redis, 'subscribe')).toBe(subscribesBefore);
-    expect(await commandCalls(redis, 'publish')).toBe(publishesBefore);
+    expect(await commandCalls(env.redis, 'subscribe')).toBe(subscribesBefore);
+    expect(await commandCalls(env.redis, 'publish')).toBe(publishesBefore);
     expect(await pubsubClients()).toBe(pubsubBefore);
 
     // The RLock on another name still publishes through the same (shared) unlock script.
     const rlock = holderClient.getLock(uniqueName());
     await rlock.lock();
     await rlock.unlock();
-    expect(await commandCalls(redis, 'publish')).toBe(publishesBefore + 1);
+    expect(await commandCalls(env.redis, 'publish')).toBe(publishesBefore + 1);
   });
 
   it('a waiter gets in right after the holder\'s lease ends, even with a backoff far longer (capped by the TTL)', async () => {
-    const client = lockClient(redis);
+    const client = lockClient(env.redis);
     const name = uniqueName();
     expect(await client.getSpinLock(name).tryLock(0, 300, 'ms')).toBe(true);
-    const expiresAt = performance.now() + (await redis.pTTL(client.getSpinLock(name).key));
+    const expiresAt = performance.now() + (await env.redis.pTTL(client.getSpinLock(name).key));
     const waiter = client.getSpinLock(name, { initialDelay: 5000, maxDelay: 5000 });
     expect(await waiter.tryLock(10, 'seconds')).toBe(true);
     const late = performance.now() - expiresAt;
@@ -153,13 +142,13 @@ describe('SpinLock', () => {
   });
 
   it('paces its attempts with the backoff: about 15 attempts in a 1 s wait with the defaults, 5–7 with a constant 200 ms', async () => {
-    const client = lockClient(redis);
+    const client = lockClient(env.redis);
     const name = uniqueName();
     await client.getLock(name).lock();
     const count = async (options?: Parameters<typeof client.getSpinLock>[1]): Promise<number> => {
-      const before = await commandCalls(redis, 'evalsha');
+      const before = await commandCalls(env.redis, 'evalsha');
       expect(await client.getSpinLock(name, options).tryLock(1000, 'ms')).toBe(false);
-      return (await commandCalls(redis, 'evalsha')) - before;
+      return (await commandCalls(env.redis, 'evalsha')) - before;
     };
     const defaults = await count();
     expect(defaults).toBeGreaterThanOrEqual(8);
@@ -170,17 +159,17 @@ describe('SpinLock', () => {
   });
 
   it('a wait time of 0 makes exactly one attempt', async () => {
-    const client = lockClient(redis);
+    const client = lockClient(env.redis);
     const name = uniqueName();
     await client.getLock(name).lock();
-    const before = await commandCalls(redis, 'evalsha');
+    const before = await commandCalls(env.redis, 'evalsha');
     expect(await client.getSpinLock(name).tryLock(0, 5, 's')).toBe(false);
     expect(await client.getSpinLock(name).tryLock()).toBe(false);
-    expect((await commandCalls(redis, 'evalsha')) - before).toBe(2);
+    expect((await commandCalls(env.redis, 'evalsha')) - before).toBe(2);
   });
 
   it('aborting a spinning acquire rejects with the reason and leaves no timer or hold', async () => {
-    const client = lockClient(redis);
+    const client = lockClient(env.redis);
     const name = uniqueName();
     await client.getLock(name).lock();
     const timers = activeTimers();
@@ -194,10 +183,10 @@ describe('SpinLock', () => {
   });
 
   it('a spinning waiter rejects with ClientClosedError soon after shutdown', async () => {
-    const holder = lockClient(redis);
+    const holder = lockClient(env.redis);
     const name = uniqueName();
     await holder.getLock(name).lock();
-    const client = lockClient(redis);
+    const client = lockClient(env.redis);
     const waiting = client.getSpinLock(name).lock();
     await sleep(300);
     const started = performance.now();
@@ -207,7 +196,7 @@ describe('SpinLock', () => {
   });
 
   it('rejects bad backoff options with InvalidArgumentError naming the option, before anything is sent', async () => {
-    const client = lockClient(redis);
+    const client = lockClient(env.redis);
     const name = uniqueName();
     expect(() => client.getSpinLock(name, { initialDelay: 0 })).toThrow(InvalidArgumentError);
     expect(() => client.getSpinLock(name, { maxDelay: 0.5 })).toThrow(/options\.maxDelay/);

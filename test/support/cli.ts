@@ -3,12 +3,12 @@
  * other entry point (`dist`, the packed package). `REDIS_URL` is removed from the child's environment
  * unless a test sets it, so that every run names its Redis explicitly.
  */
-import { afterAll, afterEach, beforeAll } from '@jest/globals';
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { root } from './build.js';
-import { closeAll, connect, JsonLinesProcess, type Redis } from './helpers.js';
-import { startRedis, type RedisServer } from './redis.js';
+import { useRedis } from './harness.js';
+import { JsonLinesProcess, type Redis } from './helpers.js';
+import type { RedisServer } from './redis.js';
 
 /** `node` arguments that run the CLI from its TypeScript sources. */
 export const SOURCE_ENTRY = ['--import', 'tsx', join(root, 'src', 'cli', 'main.ts')];
@@ -97,31 +97,17 @@ export interface CliHarness {
 
 /** Registers the hooks of a CLI test file: a Redis, and clean-up of lock clients and CLI processes after each test. */
 export function useCliHarness(): CliHarness {
-  let server: RedisServer;
-  let redis: Redis;
-  const started: JsonLinesProcess[] = [];
-  beforeAll(async () => {
-    server = await startRedis();
-    redis = await connect(server.url);
-  });
-  afterEach(async () => {
-    await Promise.all(started.splice(0).map((p) => p.stop()));
-    await closeAll();
-  });
-  afterAll(async () => {
-    await redis?.close();
-    await server?.stop();
-  });
+  const harness = useRedis<JsonLinesProcess>();
   return {
     get server() {
-      return server;
+      return harness.server;
     },
     get redis() {
-      return redis;
+      return harness.redis;
     },
     start(args) {
       const process = startCli(args);
-      started.push(process);
+      harness.workers.push(process);
       return process;
     },
   };

@@ -2,9 +2,9 @@
  * Set-up shared by the fair and read-write lock tests: a Redis per test file, lock clients (and
  * `family-worker` processes) stopped after each test, and a final check that nothing was left behind.
  */
-import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
-import { activeTimers, closeAll, connect, keys, waitUntil, Worker, type Redis } from './helpers.js';
-import { startRedis, type RedisServer } from './redis.js';
+import { beforeAll, describe, expect, it } from '@jest/globals';
+import { useRedis } from './harness.js';
+import { activeTimers, keys, waitUntil, Worker, type Redis } from './helpers.js';
 
 export interface FamilyHarness {
   /** A node-redis client on the test file's Redis (valid once `beforeAll` ran). */
@@ -15,28 +15,14 @@ export interface FamilyHarness {
 
 /** Registers the hooks of a test file: Redis, clean-up of lock clients and workers after each test. */
 export function useFamilyHarness(): FamilyHarness {
-  let server: RedisServer;
-  let redis: Redis;
-  const workers: Worker[] = [];
-  beforeAll(async () => {
-    server = await startRedis();
-    redis = await connect(server.url);
-  });
-  afterEach(async () => {
-    await Promise.all(workers.splice(0).map(stopWorker));
-    await closeAll();
-  });
-  afterAll(async () => {
-    await redis.close();
-    await server.stop();
-  });
+  const harness = useRedis({ stopWorker });
   return {
     get redis() {
-      return redis;
+      return harness.redis;
     },
     async worker(options = {}) {
-      const w = new Worker('family-worker', { url: server.url, ...options });
-      workers.push(w);
+      const w = new Worker('family-worker', { url: harness.server.url, ...options });
+      harness.workers.push(w);
       // Generous: starting a tsx process takes seconds on a loaded 2-core machine.
       await w.next('ready', 60_000);
       return w;
