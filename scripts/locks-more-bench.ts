@@ -138,7 +138,7 @@ async function redLock(): Promise<void> {
     for (let i = 0; i < 30; i++) {
       const rl = locks[0]!.getRedLock(...locks.map((c) => c.getLock(`red:${label}:${i}`)));
       const started = now();
-      const handle = await rl.acquire({ waitTime: 2000, leaseTime: 5000 });
+      const handle = await rl.acquire({ waitMs: 2000, leaseMs: 5000 });
       times.push(now() - started);
       validities.push(handle.leaseTime!);
       await handle.release();

@@ -251,8 +251,8 @@ export class LockClient extends EventEmitter<LockClientEvents> {
    * `withLock` calls on the same name (in `fn` and everything it awaits) reenter; sibling tasks inside
    * `fn` that each call `withLock` on another name get separate ownership. `fn` receives an `AbortSignal`
    * that aborts (reason: `LockLostError`) when the lock is lost; relock does not stop `fn`, so pass the
-   * signal on. Options as in `RLock.acquire` (milliseconds unless `unit` is given; waits until free by
-   * default). Returns what `fn` returns. Throws `LockAcquireTimeoutError` (when `waitTime` ran out),
+   * signal on. Options as in `RLock.acquire` (`waitMs`/`leaseMs`, or `waitTime`/`leaseTime` with `unit`;
+   * waits until free by default). Returns what `fn` returns. Throws `LockAcquireTimeoutError` (when the wait time ran out),
    * `options.signal.reason`, the errors of `RLock.acquire`, `fn`'s error (a failed release is then only
    * logged), or the release's error when `fn` succeeded (`IllegalMonitorStateError` when the lock was lost).
    */

@@ -40,18 +40,63 @@ export function leaseMillis(value: number | undefined, unit: TimeUnit | undefine
 }
 
 /**
- * Checks the options object of an acquire or await call: an object (or omitted), a known `unit` even
- * when no time is given, and `signal` an `AbortSignal`. Returns it (`{}` when omitted). Throws
- * `InvalidArgumentError` naming the problem.
+ * The time fields of an options object (`acquire`, `await`, `withLock`): a plain number is milliseconds
+ * only under a name that says so (`waitMs`, `leaseMs`); `waitTime` and `leaseTime` are accepted only
+ * together with their `unit`, so that `{ leaseTime: 5 }` can never mean 5 ms to one reader and 5 s to another.
  */
-export function checkOptions<T extends { unit?: TimeUnit; signal?: AbortSignal }>(options: T | undefined): T {
+export interface TimeOptions {
+  waitMs?: number;
+  waitTime?: number;
+  leaseMs?: number;
+  leaseTime?: number;
+  unit?: TimeUnit;
+  signal?: AbortSignal;
+}
+
+/**
+ * Checks the options object of an acquire or await call: an object (or omitted), a known `unit`, the
+ * time fields (`TimeOptions`: `waitTime`/`leaseTime` only with `unit`, not both `waitMs` and
+ * `waitTime`, no `unit` without a `waitTime` or `leaseTime`), and `signal` an `AbortSignal`. Returns it
+ * (`{}` when omitted). Throws `InvalidArgumentError` naming the problem and the call to write instead.
+ */
+export function checkOptions<T extends TimeOptions>(options: T | undefined): T {
   if (options === undefined) return {} as T;
   if (options === null || typeof options !== 'object') {
-    throw new InvalidArgumentError('options', `expected an object such as { waitTime: 5, unit: 'seconds' }; got ${options === null ? 'null' : typeof options}`);
+    throw new InvalidArgumentError('options', `expected an object such as { waitMs: 5000 } or { waitTime: 5, unit: 'seconds' }; got ${options === null ? 'null' : typeof options}`);
   }
   if (options.unit !== undefined) unitFactor(options.unit);
+  checkTimePair(options, 'wait');
+  checkTimePair(options, 'lease');
+  if (options.unit !== undefined && options.waitTime === undefined && options.leaseTime === undefined) {
+    throw new InvalidArgumentError('unit', 'applies only to waitTime and leaseTime, and neither is given (waitMs and leaseMs are always milliseconds)');
+  }
   if (options.signal !== undefined && !(options.signal instanceof AbortSignal)) throw new InvalidArgumentError('signal', 'must be an AbortSignal');
   return options;
+}
+
+/** `waitMs` xor `waitTime` (or lease), and `waitTime` only with `unit`; the message shows both right forms with the caller's number. */
+function checkTimePair(options: TimeOptions, what: 'wait' | 'lease'): void {
+  const [msName, timeName] = [`${what}Ms`, `${what}Time`] as const;
+  const time = options[timeName];
+  if (time === undefined) return;
+  if (options[msName] !== undefined) throw new InvalidArgumentError(timeName, `give ${msName} (milliseconds) or ${timeName} with unit, not both`);
+  if (options.unit === undefined) {
+    const n = typeof time === 'number' && Number.isFinite(time) ? time : 5;
+    throw new InvalidArgumentError(
+      timeName,
+      `a plain number is ambiguous without a unit: write { ${msName}: ${n} } for ${n} milliseconds, or { ${timeName}: ${n}, unit: 'seconds' } for ${n} seconds`,
+    );
+  }
+}
+
+/** The wait time of checked options (`checkOptions`) in ms: `waitMs`, or `waitTime` in `unit`; see `waitMillis`. */
+export function optionWait(options: TimeOptions): number {
+  return options.waitTime !== undefined ? waitMillis(options.waitTime, options.unit, 'waitTime') : waitMillis(options.waitMs, 'milliseconds', 'waitMs');
+}
+
+/** The lease of checked options (`checkOptions`) in ms, or `undefined` for the watchdog: `leaseMs`, or `leaseTime` in `unit`; see `leaseMillis`. */
+export function optionLease(options: TimeOptions): number | undefined {
+  return options.leaseTime !== undefined ? leaseMillis(options.leaseTime, options.unit, 'leaseTime') : leaseMillis(options.leaseMs, 'milliseconds', 'leaseMs');
 }
 
 /**

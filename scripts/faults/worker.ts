@@ -222,7 +222,7 @@ class Run {
     let leased = index % 2 === 1;
     await this.loop(index, async (signal) => {
       leased = !leased;
-      const handle = await semaphore.acquire({ signal, leaseTime: leased ? this.config.leaseMs : undefined });
+      const handle = await semaphore.acquire({ signal, leaseMs: leased ? this.config.leaseMs : undefined });
       return { owner: handle.id, signal: handle.signal, logged: { permit: handle.id, leaseMs: handle.leaseTime }, release: () => handle.release() };
     }, async (_sec, held) => ((await this.work(held.signal)) ? 'lost' : 'done'));
   }
@@ -249,7 +249,7 @@ class Run {
     const handles: LockHandle[] = [];
     const started = now();
     await pool(count, config.concurrency!, async (i) => {
-      handles.push(await this.client.getLock(`${config.lockName}:${i}`).acquire({ waitTime: 10_000 }));
+      handles.push(await this.client.getLock(`${config.lockName}:${i}`).acquire({ waitMs: 10_000 }));
     });
     const acquiredMs = now() - started;
     send({ type: 'held', w: config.w, count: handles.length, ms: Math.round(acquiredMs) });

@@ -3,14 +3,19 @@ import type { Core } from '../core.js';
 import { InvalidArgumentError } from '../errors.js';
 import { RECONNECTED, type WakeRule } from '../pubsub/channels.js';
 import { waitFor, type Attempt } from '../pubsub/wait.js';
-import { checkOptions, waitMillis, type TimeUnit } from '../time.js';
+import { checkOptions, optionWait, type TimeUnit } from '../time.js';
 import { COUNT_DOWN, TRY_SET_COUNT } from './scripts.js';
 
-/** Options of `RCountDownLatch.await()`. */
+/**
+ * Options of `RCountDownLatch.await()`. Give the wait time in milliseconds (`waitMs`) or with its unit
+ * (`waitTime` and `unit`); `{ waitTime: 5 }` alone is refused.
+ */
 export interface LatchAwaitOptions {
-  /** How long to wait, in `unit`: 0 to only check; omitted or Infinity for no limit. */
+  /** How long to wait, in milliseconds: 0 to only check; omitted or Infinity for no limit. */
+  waitMs?: number;
+  /** `waitMs` in `unit` (required with it). Not together with `waitMs`. */
   waitTime?: number;
-  /** Unit of `waitTime`. Default `'milliseconds'`. */
+  /** Unit of `waitTime`; required with it, refused without it. */
   unit?: TimeUnit;
   /** Aborts the wait; the promise then rejects with `signal.reason`. */
   signal?: AbortSignal;
@@ -75,7 +80,7 @@ export class RCountDownLatch extends CountedObject {
   async await(waitOrOptions?: number | LatchAwaitOptions, unit?: TimeUnit): Promise<boolean | void> {
     const options: LatchAwaitOptions = typeof waitOrOptions === 'object' ? checkOptions(waitOrOptions) : { waitTime: waitOrOptions, unit };
     if (typeof waitOrOptions === 'number' && unit === undefined) throw new InvalidArgumentError('unit', 'a time unit is required with a time, e.g. await(5, "seconds")');
-    const wait = waitMillis(options.waitTime, options.unit);
+    const wait = optionWait(options);
     options.signal?.throwIfAborted();
     this.core.checkOpen();
     const opened = await waitFor({

@@ -4,7 +4,7 @@ import { IllegalMonitorStateError, InvalidArgumentError, LockAcquireTimeoutError
 import { auxName, mainKey } from '../keys.js';
 import type { WakeRule } from '../pubsub/channels.js';
 import { waitFor, type Attempt } from '../pubsub/wait.js';
-import { checkOptions, leaseMillis, monotonic, waitMillis, type TimeUnit } from '../time.js';
+import { checkOptions, leaseMillis, monotonic, optionLease, optionWait, waitMillis, type TimeUnit } from '../time.js';
 import { clockDriftMs, type Renewal, type RenewalKind } from '../watchdog/watchdog.js';
 import { LockHandle } from './handle.js';
 import { ACQUIRE, FORCE_UNLOCK, RENEW, UNLOCK } from './scripts.js';
@@ -29,16 +29,24 @@ export interface MemberSteps {
 /** @internal Set by `RLock`'s static block (only the class body may call its protected methods). */
 export let memberSteps: MemberSteps;
 
-/** Options of `acquire()` and `LockClient.withLock()`. Times are in `unit`, milliseconds by default. */
+/**
+ * Options of `acquire()` and `LockClient.withLock()`. Give each time in milliseconds (`waitMs`,
+ * `leaseMs`) or with its unit (`waitTime`/`leaseTime` and `unit`): `{ leaseMs: 5000 }` and
+ * `{ leaseTime: 5, unit: 'seconds' }` are the same lease; `{ leaseTime: 5 }` alone is refused.
+ */
 export interface AcquireOptions {
-  /** How long to wait for the lock: 0 for one attempt; omitted, Infinity or -1 to wait until it is free. */
-  waitTime?: number;
+  /** How long to wait for the lock, in milliseconds: 0 for one attempt; omitted, Infinity or -1 to wait until it is free. */
+  waitMs?: number;
   /**
-   * Lease: the lock expires this long after the acquisition (counted from when the granting attempt was
-   * sent), whatever its holder does. Omitted or -1: the watchdog renews it while held.
+   * Lease in milliseconds: the lock expires this long after the acquisition (counted from when the
+   * granting attempt was sent), whatever its holder does. Omitted or -1: the watchdog renews it while held.
    */
+  leaseMs?: number;
+  /** `waitMs` in `unit` (required with it), as Redisson's `tryLock(waitTime, leaseTime, unit)`. Not together with `waitMs`. */
+  waitTime?: number;
+  /** `leaseMs` in `unit` (required with it). Not together with `leaseMs`. */
   leaseTime?: number;
-  /** Unit of `waitTime` and `leaseTime`. Default `'milliseconds'`. */
+  /** Unit of `waitTime` and `leaseTime`; required with them, refused without them. */
   unit?: TimeUnit;
   /** Aborts the wait; the promise then rejects with `signal.reason`. */
   signal?: AbortSignal;
@@ -157,15 +165,16 @@ export class RLock {
 
   /**
    * Acquires the lock and returns a handle that releases it (`release()` or `await using`), with an
-   * `AbortSignal` that aborts when the lock is lost. Times are in `options.unit` (milliseconds by
-   * default); without `waitTime` it waits until the lock is free (unlike `tryLock()`, which makes one
-   * attempt). Throws `LockAcquireTimeoutError` when the wait time runs out, `options.signal.reason` when
-   * aborted, and the errors of `tryLock`.
+   * `AbortSignal` that aborts when the lock is lost. Without a wait time it waits until the lock is free
+   * (unlike `tryLock()`, which makes one attempt); without a lease the watchdog renews it. Throws
+   * `LockAcquireTimeoutError` when the wait time runs out, `options.signal.reason` when aborted,
+   * `InvalidArgumentError` for options that break the rules of `AcquireOptions` (such as a `leaseTime`
+   * without `unit`), and the errors of `tryLock`.
    */
   async acquire(options: AcquireOptions = {}): Promise<LockHandle> {
     checkOptions(options);
-    const wait = waitMillis(options.waitTime, options.unit);
-    const lease = leaseMillis(options.leaseTime, options.unit);
+    const wait = optionWait(options);
+    const lease = optionLease(options);
     options.signal?.throwIfAborted();
     const ctx = this.context();
     const grant = await this.acquireAs(ctx, wait, lease, options.signal);

@@ -3,7 +3,7 @@ import type { Core } from '../core.js';
 import { LockAcquireTimeoutError } from '../errors.js';
 import type { LockHandle } from '../lock/handle.js';
 import { requireUnit, tryLockTimes, type AcquireOptions, type RLock } from '../lock/lock.js';
-import { checkOptions, leaseMillis, waitMillis, type TimeUnit } from '../time.js';
+import { checkOptions, leaseMillis, optionLease, optionWait, type TimeUnit } from '../time.js';
 import { checkMembers, contextsOf, groupHandle, groupName, type Holding } from './members.js';
 
 /** What a group acquisition got: the members it holds and, for RedLock, the end of validity (monotonic ms). */
@@ -70,15 +70,15 @@ export abstract class GroupLock {
   /**
    * Acquires the group and returns a handle that releases it (`release()` or `await using`), from any
    * context. Its signal aborts with a `LockLostError` when the group is lost (see the class); its
-   * `leaseTime` is the lease (RedLock: the validity left) in ms, or undefined with the watchdog. Times in
-   * `options.unit` (ms by default); without `waitTime` it waits as long as it takes. Throws
-   * `LockAcquireTimeoutError` when the wait ran out, `signal.reason` when aborted, and the errors of
-   * `lock()`.
+   * `leaseTime` is the lease (RedLock: the validity left) in ms, or undefined with the watchdog. Options
+   * as in `RLock.acquire` (`waitMs`/`leaseMs`, or `waitTime`/`leaseTime` with `unit`); without a wait
+   * time it waits as long as it takes. Throws `LockAcquireTimeoutError` when the wait ran out,
+   * `signal.reason` when aborted, and the errors of `lock()`.
    */
   async acquire(options: AcquireOptions = {}): Promise<LockHandle> {
     checkOptions(options);
-    const wait = waitMillis(options.waitTime, options.unit);
-    const lease = leaseMillis(options.leaseTime, options.unit);
+    const wait = optionWait(options);
+    const lease = optionLease(options);
     options.signal?.throwIfAborted();
     const ctxs = contextsOf(this.locks);
     const taken = await this.take(ctxs, wait, lease, options.signal);

@@ -52,12 +52,12 @@ export class PermitHandle implements AsyncDisposable {
   }
 
   /**
-   * Gives every permit of the handle a new lease of `leaseTime` (in `unit`, milliseconds by default)
-   * from now, in Redis server time, and moves the signal's lease timer with it; the watchdog stops
-   * renewing them. Throws `InvalidArgumentError`, and `PermitNotHeldError` when one of them is no longer
-   * held (then none was changed).
+   * Gives every permit of the handle a new lease of `leaseTime` in `unit` (required, as in Redisson's
+   * `updateLeaseTime(id, leaseTime, unit)`) from now, in Redis server time, and moves the signal's lease
+   * timer with it; the watchdog stops renewing them. Throws `InvalidArgumentError` (no unit, a bad time),
+   * and `PermitNotHeldError` when one of them is no longer held (then none was changed).
    */
-  async updateLeaseTime(leaseTime: number, unit?: TimeUnit): Promise<void> {
+  async updateLeaseTime(leaseTime: number, unit: TimeUnit): Promise<void> {
     this.lease = await this.ops.updateLeaseTime(leaseTime, unit);
   }
 

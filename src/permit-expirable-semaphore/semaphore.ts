@@ -5,23 +5,30 @@ import { auxName, mainKey } from '../keys.js';
 import { waitFor, type Attempt } from '../pubsub/wait.js';
 import { runObjectScript, type ObjectRunOptions, type ObjectScript } from '../redis/object-script.js';
 import { acquireOutcome, permitCount, permitDelta, permitTotal, requireUnit, tookPermits, WAKE_BY_PERMITS } from '../semaphore/permits.js';
-import { checkOptions, leaseMillis, monotonic, waitMillis, type TimeUnit } from '../time.js';
+import { checkOptions, leaseMillis, monotonic, optionLease, optionWait, waitMillis, type TimeUnit } from '../time.js';
 import { clockDriftMs, type RenewalKind } from '../watchdog/watchdog.js';
 import { PermitHandle } from './handle.js';
 import { ACQUIRE, ADD_LIMIT, COUNTS, RELEASE, RENEW, SET_LIMIT, TRY_SET_LIMIT, UPDATE_LEASE } from './scripts.js';
 
-/** Options of `RPermitExpirableSemaphore.acquire()`. Times are in `unit`, milliseconds by default. */
+/**
+ * Options of `RPermitExpirableSemaphore.acquire()`. Give each time in milliseconds (`waitMs`, `leaseMs`)
+ * or with its unit (`waitTime`/`leaseTime` and `unit`); `{ leaseTime: 5 }` alone is refused.
+ */
 export interface PermitAcquireOptions {
   /** Permits to take at once (each gets its own id). Default 1. */
   permits?: number;
-  /** How long to wait: 0 for one attempt; omitted, Infinity or -1 to wait until enough permits are free. */
-  waitTime?: number;
+  /** How long to wait, in milliseconds: 0 for one attempt; omitted, Infinity or -1 to wait until enough permits are free. */
+  waitMs?: number;
   /**
-   * Lease: the permits expire this long after the acquisition, in Redis server time, whatever their holder
-   * does. Omitted or -1: the watchdog renews them while held.
+   * Lease in milliseconds: the permits expire this long after the acquisition, in Redis server time,
+   * whatever their holder does. Omitted or -1: the watchdog renews them while held.
    */
+  leaseMs?: number;
+  /** `waitMs` in `unit` (required with it). Not together with `waitMs`. */
+  waitTime?: number;
+  /** `leaseMs` in `unit` (required with it). Not together with `leaseMs`. */
   leaseTime?: number;
-  /** Unit of `waitTime` and `leaseTime`. Default `'milliseconds'`. */
+  /** Unit of `waitTime` and `leaseTime`; required with them, refused without them. */
   unit?: TimeUnit;
   /** Aborts the wait; the promise then rejects with `signal.reason`. */
   signal?: AbortSignal;
@@ -87,16 +94,16 @@ export class RPermitExpirableSemaphore {
 
   /**
    * Acquires permits and returns a handle that releases them (`release()` or `await using`), with an
-   * `AbortSignal` that aborts when a permit is lost. Without `waitTime` it waits until enough permits
-   * are free; without `leaseTime` the watchdog renews the permits until released. Throws
+   * `AbortSignal` that aborts when a permit is lost. Without a wait time it waits until enough permits
+   * are free; without a lease the watchdog renews the permits until released. Throws
    * `PermitAcquireTimeoutError` when the wait time runs out, `signal.reason` when aborted,
    * `InvalidArgumentError`, `WrongTypeError`, `RedisUnavailableError`, `ClientClosedError`.
    */
   async acquire(options: PermitAcquireOptions = {}): Promise<PermitHandle> {
     checkOptions(options);
     const permits = permitCount(options.permits ?? 1);
-    const wait = waitMillis(options.waitTime, options.unit);
-    const lease = leaseMillis(options.leaseTime, options.unit);
+    const wait = optionWait(options);
+    const lease = optionLease(options);
     options.signal?.throwIfAborted();
     const grant = await this.grant(permits, wait, lease, options.signal);
     if (!grant) throw new PermitAcquireTimeoutError(this.name, permits, wait);
@@ -329,7 +336,7 @@ export class RPermitExpirableSemaphore {
         if (gone.length > 0) throw this.notHeld(gone);
       },
       updateLeaseTime: async (leaseTime, unit) => {
-        const lease = positiveLease(leaseTime, unit);
+        const lease = positiveLease(leaseTime, requireUnit(unit));
         let sentAt = 0;
         const gone = await this.updateIds(grant.ids, lease, (at) => (sentAt = at));
         if (gone.length > 0) throw this.notHeld(gone);

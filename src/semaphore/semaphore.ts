@@ -2,17 +2,22 @@ import { CountedObject } from '../counted.js';
 import type { Core } from '../core.js';
 import { PermitAcquireTimeoutError } from '../errors.js';
 import { waitFor, type Attempt } from '../pubsub/wait.js';
-import { checkOptions, waitMillis, type TimeUnit } from '../time.js';
+import { checkOptions, optionWait, waitMillis, type TimeUnit } from '../time.js';
 import { acquireOutcome, permitCount, permitDelta, permitTotal, requireUnit, tookPermits, WAKE_BY_PERMITS } from './permits.js';
 import { ACQUIRE, ADD, DRAIN, TRY_SET } from './scripts.js';
 
-/** Options of `RSemaphore.acquire()`. Times are in `unit`, milliseconds by default. */
+/**
+ * Options of `RSemaphore.acquire()`. Give the wait time in milliseconds (`waitMs`) or with its unit
+ * (`waitTime` and `unit`); `{ waitTime: 5 }` alone is refused.
+ */
 export interface SemaphoreAcquireOptions {
   /** Permits to take at once. Default 1. */
   permits?: number;
-  /** How long to wait: 0 for one attempt; omitted, Infinity or -1 to wait until enough permits are free. */
+  /** How long to wait, in milliseconds: 0 for one attempt; omitted, Infinity or -1 to wait until enough permits are free. */
+  waitMs?: number;
+  /** `waitMs` in `unit` (required with it). Not together with `waitMs`. */
   waitTime?: number;
-  /** Unit of `waitTime`. Default `'milliseconds'`. */
+  /** Unit of `waitTime`; required with it, refused without it. */
   unit?: TimeUnit;
   /** Aborts the wait; the promise then rejects with `signal.reason`. */
   signal?: AbortSignal;
@@ -70,7 +75,7 @@ export class RSemaphore extends CountedObject {
   async acquire(permitsOrOptions: number | SemaphoreAcquireOptions = 1): Promise<void> {
     const options = typeof permitsOrOptions === 'number' ? { permits: permitsOrOptions } : checkOptions(permitsOrOptions);
     const permits = permitCount(options.permits ?? 1);
-    const wait = waitMillis(options.waitTime, options.unit);
+    const wait = optionWait(options);
     options.signal?.throwIfAborted();
     if (!(await this.take(permits, wait, options.signal))) throw new PermitAcquireTimeoutError(this.name, permits, wait);
   }

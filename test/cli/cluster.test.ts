@@ -48,7 +48,7 @@ describe('relock --cluster', () => {
     const first = await lock.acquire();
     await lock.acquire();
     const other = createLockClient({ redis: await cluster.connect() });
-    const waiting = other.getLock(name).acquire({ waitTime: 60_000 });
+    const waiting = other.getLock(name).acquire({ waitMs: 60_000 });
     waiting.catch(() => {}); // awaited below; this only keeps a failed test from adding an unhandled rejection
     await waitUntil(async () => (await shardSubscribers(lock.channel)) === 1, 5000, 10, 'the waiter to subscribe');
     const result = await runCli(['inspect', name, '--json', '--cluster', '--url', url]);
@@ -69,7 +69,7 @@ describe('relock --cluster', () => {
     const prefix = `cli-${randomBytes(3).toString('hex')}:`;
     const prefixed = createLockClient({ redis: await cluster.connect(), keyPrefix: prefix });
     const names = Array.from({ length: 9 }, (_, i) => `obj${i}`);
-    const handles = await Promise.all(names.map((name) => prefixed.getLock(name).acquire({ leaseTime: 60_000 })));
+    const handles = await Promise.all(names.map((name) => prefixed.getLock(name).acquire({ leaseMs: 60_000 })));
     const primaries = new Set(await Promise.all(names.map(async (name) => (await cluster.roles(prefix + name)).primary.port)));
     expect(primaries.size).toBeGreaterThan(1);
     const result = await runCli(['list', '--json', '--cluster', '--url', url, '--prefix', prefix]);
@@ -87,7 +87,7 @@ describe('relock --cluster', () => {
     try {
       await watcher.nextWhere((l) => l.event === 'watching', 'the watch to start');
       await waitUntil(async () => (await shardSubscribers(lock.channel)) === 1, 5000, 10, 'the watch to subscribe');
-      const handle = await lock.acquire({ leaseTime: 30_000 });
+      const handle = await lock.acquire({ leaseMs: 30_000 });
       expect(await watcher.nextWhere((l) => l.event === 'acquire', 'an acquire')).toMatchObject({ owner: handle.owner, holds: 1 });
       await handle.release();
       expect(await watcher.nextWhere((l) => l.event === 'release', 'a release')).toMatchObject({ owner: handle.owner, holds: 0 });

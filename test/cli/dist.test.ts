@@ -29,7 +29,7 @@ afterAll(async () => {
 describe('the built relock command', () => {
   it('inspects a held lock with node dist/esm/cli/main.js', async () => {
     const lock = lockClient(redis).getLock(uniqueName('dist-lock'));
-    const handle = await lock.acquire({ leaseTime: 20_000 });
+    const handle = await lock.acquire({ leaseMs: 20_000 });
     const result = await runCli(['inspect', lock.name, '--json', '--url', server.url], { entry: [main] });
     expect(result.code).toBe(0);
     const d = json(result);

@@ -38,7 +38,7 @@ describe('relock force-unlock', () => {
     const name = uniqueName('force-lock');
     const holder = await lockClient(redis).getLock(name).acquire();
     const waiterLock = lockClient(redis).getLock(name);
-    const waiter = grantTime(waiterLock.acquire({ waitTime: 60_000 }));
+    const waiter = grantTime(waiterLock.acquire({ waitMs: 60_000 }));
     await waitUntil(async () => (await numsub(redis, waiterLock.channel)) === 1, 5000, 5, 'the waiter to subscribe');
     const { result, endedAt } = await forceUnlock(name);
     expect(result.code).toBe(0);
@@ -52,7 +52,7 @@ describe('relock force-unlock', () => {
 
   it('refuses without --yes when stdin is not a terminal, and asks on a terminal', async () => {
     const lock = lockClient(redis).getLock(uniqueName('force-ask'));
-    const holder = await lock.acquire({ leaseTime: 60_000 });
+    const holder = await lock.acquire({ leaseMs: 60_000 });
     const refused = await runCli(['force-unlock', lock.name, '--url', server.url]);
     expect(refused.code).toBe(2);
     expect(refused.stderr).toMatch(/^relock: stdin is not a terminal: pass --yes/);
@@ -73,7 +73,7 @@ describe('relock force-unlock', () => {
     const name = uniqueName('force-fair');
     await client.getFairLock(name).acquire();
     const lock = client.getFairLock(name);
-    const head = grantTime(runInContext(() => client.getFairLock(name).acquire({ waitTime: 60_000 })));
+    const head = grantTime(runInContext(() => client.getFairLock(name).acquire({ waitMs: 60_000 })));
     await waitUntil(async () => (await redis.lLen(lock.queueKey)) === 1, 5000, 5, 'a queued waiter');
     const [owner] = await redis.lRange(lock.queueKey, 0, 0);
     await waitUntil(async () => (await numsub(redis, lock.waiterChannel(owner!))) === 1, 5000, 5, 'the waiter to subscribe');
@@ -89,7 +89,7 @@ describe('relock force-unlock', () => {
     const client = lockClient(redis);
     const rw = client.getReadWriteLock(uniqueName('force-rw'));
     await rw.writeLock().acquire();
-    const reader = grantTime(runInContext(() => client.getReadWriteLock(rw.name).readLock().acquire({ waitTime: 60_000 })));
+    const reader = grantTime(runInContext(() => client.getReadWriteLock(rw.name).readLock().acquire({ waitMs: 60_000 })));
     await waitUntil(async () => (await numsub(redis, rw.readLock().channel)) === 1, 5000, 5, 'the reader to subscribe');
     const { result, endedAt } = await forceUnlock(rw.name);
     expect(json(result)).toMatchObject({ type: 'read-write-lock', deleted: [rw.key, rw.readLock().leasesKey], before: { mode: 'write' } });

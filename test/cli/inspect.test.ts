@@ -46,7 +46,7 @@ describe('relock inspect', () => {
 
   it('warns about a lock without TTL, in JSON and on stderr in text mode', async () => {
     const lock = lockClient(redis).getLock(uniqueName('inspect-nottl'));
-    const handle = await lock.acquire({ leaseTime: 60_000 });
+    const handle = await lock.acquire({ leaseMs: 60_000 });
     await redis.persist(lock.key);
     const d = await inspect(lock.name);
     expect(d).toMatchObject({ type: 'lock', exists: true, ttlMs: null, holders: [{ owner: handle.owner, holds: 1 }] });
@@ -77,7 +77,7 @@ describe('relock inspect', () => {
     expect(await inspect(semaphore.name)).toMatchObject({ type: 'semaphore-or-latch', value: 1 });
     expect(await inspect(semaphore.name, '--type', 'semaphore')).toMatchObject({ type: 'semaphore', exists: true, ttlMs: null, freePermits: 1, warnings: [] });
     await semaphore.acquire(1);
-    const waiting = semaphore.acquire({ permits: 2, waitTime: 30_000 });
+    const waiting = semaphore.acquire({ permits: 2, waitMs: 30_000 });
     await waitUntil(async () => (await numsub(redis, semaphore.channel)) === 1, 5000, 5, 'a waiter');
     expect(await inspect(semaphore.name)).toMatchObject({ type: 'semaphore', freePermits: 0, channels: [{ channel: semaphore.channel, subscribers: 1 }] });
     await semaphore.release(3);
@@ -87,7 +87,7 @@ describe('relock inspect', () => {
   it('shows an expirable semaphore: permits taken and free, each lease from Redis server time', async () => {
     const semaphore = lockClient(redis).getPermitExpirableSemaphore(uniqueName('inspect-pes'));
     await semaphore.setPermits(4);
-    const leased = await semaphore.acquire({ leaseTime: 10_000 });
+    const leased = await semaphore.acquire({ leaseMs: 10_000 });
     const pair = await semaphore.acquire({ permits: 2 });
     const d = await inspect(semaphore.name);
     expect(d).toMatchObject({ type: 'expirable-semaphore', exists: true, permits: { total: 4, taken: 3, free: 1, expiredNotReclaimed: 0 }, warnings: [] });
@@ -109,7 +109,7 @@ describe('relock inspect', () => {
     const lock = client.getFairLock(name);
     const waiters = [];
     for (let n = 1; n <= 2; n++) {
-      waiters.push(runInContext(() => client.getFairLock(name).acquire({ waitTime: 30_000 })));
+      waiters.push(runInContext(() => client.getFairLock(name).acquire({ waitMs: 30_000 })));
       await waitUntil(async () => (await redis.lLen(lock.queueKey)) === n, 5000, 5, `${n} queued`);
     }
     const queue = await redis.lRange(lock.queueKey, 0, -1);
@@ -130,8 +130,8 @@ describe('relock inspect', () => {
 
   it('shows a read-write lock in read mode: each reader with its holds and their leases', async () => {
     const rw = lockClient(redis).getReadWriteLock(uniqueName('inspect-rw'));
-    const one = await runInContext(() => rw.readLock().acquire({ leaseTime: 10_000 }));
-    const [two, again] = await runInContext(async () => [await rw.readLock().acquire(), await rw.readLock().acquire({ leaseTime: 5_000 })]);
+    const one = await runInContext(() => rw.readLock().acquire({ leaseMs: 10_000 }));
+    const [two, again] = await runInContext(async () => [await rw.readLock().acquire(), await rw.readLock().acquire({ leaseMs: 5_000 })]);
     const d = await inspect(rw.name);
     expect(d).toMatchObject({ type: 'read-write-lock', mode: 'read', writer: null, warnings: [] });
     const readers = new Map((d.readers as Array<{ owner: string; holds: number; leasesMs: number[] }>).map((r) => [r.owner, r]));
@@ -151,7 +151,7 @@ describe('relock inspect', () => {
 
   it('shows a read-write lock in write mode with the writer', async () => {
     const rw = lockClient(redis).getReadWriteLock(uniqueName('inspect-rw'));
-    const write = await rw.writeLock().acquire({ leaseTime: 20_000 });
+    const write = await rw.writeLock().acquire({ leaseMs: 20_000 });
     const d = await inspect(rw.name);
     expect(d).toMatchObject({ type: 'read-write-lock', mode: 'write', readers: [], writer: { owner: write.owner.replace(/:write$/, ''), holds: 1 } });
     await write.release();
@@ -172,7 +172,7 @@ describe('relock inspect', () => {
 
   it('finds objects under --prefix', async () => {
     const lock = lockClient(redis, { keyPrefix: 'app7:' }).getLock(uniqueName('inspect-prefixed'));
-    const handle = await lock.acquire({ leaseTime: 20_000 });
+    const handle = await lock.acquire({ leaseMs: 20_000 });
     expect(await inspect(lock.name, '--prefix', 'app7:')).toMatchObject({ type: 'lock', key: `app7:${lock.name}`, holders: [{ owner: handle.owner }] });
     expect((await runCli(['inspect', lock.name, '--url', server.url])).code).toBe(3);
     await handle.release();

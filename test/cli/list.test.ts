@@ -37,7 +37,7 @@ beforeAll(async () => {
   await fenced.tryLockAndGetToken(0, 10, 'seconds');
   await fenced.unlock(); // only its fence counter is left
   held.push(await client.getFairLock('b:fair').acquire());
-  fairWaiter = runInContext(() => client.getFairLock('b:fair').acquire({ waitTime: 60_000 }));
+  fairWaiter = runInContext(() => client.getFairLock('b:fair').acquire({ waitMs: 60_000 }));
   held.push(await client.getReadWriteLock('b:rw').readLock().acquire());
   await client.getSemaphore('c:sem').trySetPermits(0);
   const pes = client.getPermitExpirableSemaphore('c:pes');

@@ -23,7 +23,7 @@ describe('relock watch', () => {
     const lock = lockClient(redis).getLock(uniqueName('watch-lock'));
     const watcher = watch(lock.name, '--count', '2');
     expect(await event(watcher, 'watching')).toMatchObject({ name: lock.name, type: null, state: null });
-    const handle = await lock.acquire({ leaseTime: 30_000 });
+    const handle = await lock.acquire({ leaseMs: 30_000 });
     const acquired = await event(watcher, 'acquire');
     expect(acquired).toMatchObject({ name: lock.name, type: 'lock', owner: handle.owner, holds: 1, via: 'poll', state: { exists: true, holders: [{ owner: handle.owner, holds: 1 }] } });
     expect(Date.parse(acquired.at)).not.toBeNaN();

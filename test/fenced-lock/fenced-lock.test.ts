@@ -44,8 +44,8 @@ describe('FencedLock', () => {
   it('acquire() handles carry the token, and a takeover after expiry gets a higher one', async () => {
     const client = lockClient(env.redis);
     const name = uniqueName();
-    const first = await client.getFencedLock(name).acquire({ leaseTime: 150 });
-    const second = await client.getFencedLock(name).acquire({ waitTime: 2000 });
+    const first = await client.getFencedLock(name).acquire({ leaseMs: 150 });
+    const second = await client.getFencedLock(name).acquire({ waitMs: 2000 });
     expect(second.token! > first.token!).toBe(true);
     await expect(first.release()).rejects.toBeInstanceOf(IllegalMonitorStateError);
     await second.release();

@@ -66,7 +66,7 @@ describe('ownership and contexts', () => {
     const name = uniqueName();
     const counts = await client.withLock(name, async () => {
       const outer = await client.getLock(name).getHoldCount();
-      const inner = await client.withLock(name, () => client.getLock(name).getHoldCount(), { waitTime: 1000 });
+      const inner = await client.withLock(name, () => client.getLock(name).getHoldCount(), { waitMs: 1000 });
       return [outer, inner, await client.getLock(name).getHoldCount()];
     });
     expect(counts).toEqual([1, 2, 1]);
@@ -131,7 +131,7 @@ describe('ownership and contexts', () => {
   it('a handle releases its own hold from any context, and await using releases at block end', async () => {
     const client = lockClient(env.redis);
     const name = uniqueName();
-    const handle = await runInContext(() => client.getLock(name).acquire({ waitTime: 0 }));
+    const handle = await runInContext(() => client.getLock(name).acquire({ waitMs: 0 }));
     expect(handle.owner).toMatch(new RegExp(`^${client.id}:`));
     await runInContext(() => handle.release());
     await handle.release();

@@ -115,7 +115,7 @@ describe('waiting', () => {
     const name = uniqueName();
     await client.getLock(name).lock();
     const started = performance.now();
-    const error = await client.getLock(name).acquire({ waitTime: 200 }).catch((e: unknown) => e);
+    const error = await client.getLock(name).acquire({ waitMs: 200 }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(LockAcquireTimeoutError);
     expect(performance.now() - started).toBeGreaterThanOrEqual(195);
     expect(performance.now() - started).toBeLessThan(600);

@@ -221,7 +221,7 @@ describe('mixed holds of one owner', () => {
     const client = lockClient(env.redis, { lockWatchdogTimeout: 900 });
     const lock = client.getLock(uniqueName());
     const renewed = await lock.acquire();
-    const leased = await lock.acquire({ leaseTime: 5000 });
+    const leased = await lock.acquire({ leaseMs: 5000 });
     expect(await lock.remainTimeToLive()).toBeGreaterThan(4000);
     await renewed.release();
     expect(client.stats().watchdogHolds).toBe(0);

@@ -84,7 +84,7 @@ describe('MultiLock', () => {
     expect(await redisA.exists(multi.locks[0]!.key)).toBe(0);
     expect(await redisA.exists(multi.locks[2]!.key)).toBe(0);
     const started = performance.now();
-    await expect(multi.acquire({ waitTime: 200 })).rejects.toBeInstanceOf(LockAcquireTimeoutError);
+    await expect(multi.acquire({ waitMs: 200 })).rejects.toBeInstanceOf(LockAcquireTimeoutError);
     expect(performance.now() - started).toBeLessThan(1000);
     expect(await redisA.exists(multi.locks[0]!.key)).toBe(0);
   });
@@ -139,7 +139,7 @@ describe('MultiLock', () => {
     const b = lockClient(redisB, { lockWatchdogTimeout: 600 });
     const name = uniqueName();
     const multi = a.getMultiLock(a.getLock(`${name}:1`), b.getLock(`${name}:2`));
-    const handle = await runInContext(() => multi.acquire({ waitTime: 1000 }));
+    const handle = await runInContext(() => multi.acquire({ waitMs: 1000 }));
     expect(handle.leaseTime).toBeUndefined();
     expect(handle.owner.split(',')).toHaveLength(2);
     await sleep(700);
@@ -150,7 +150,7 @@ describe('MultiLock', () => {
     await expect(handle.release()).rejects.toBeInstanceOf(IllegalMonitorStateError);
     expect(await redisA.exists(multi.locks[0]!.key)).toBe(0);
 
-    const leased = await multi.acquire({ leaseTime: 300 });
+    const leased = await multi.acquire({ leaseMs: 300 });
     expect(leased.leaseTime).toBe(300);
     await waitUntil(() => leased.signal.aborted, 2000, 10, 'the lease to end');
     expect((leased.signal.reason as LockLostError).reason).toBe('lease-ended');

@@ -138,7 +138,7 @@ describe('RPermitExpirableSemaphore', () => {
     const client = lockClient(env.redis, { lockWatchdogTimeout: 300 });
     const semaphore = client.getPermitExpirableSemaphore(uniqueName());
     await semaphore.setPermits(1);
-    const handle = await semaphore.acquire({ leaseTime: 400 });
+    const handle = await semaphore.acquire({ leaseMs: 400 });
     expect(handle.leaseTime).toBe(400);
     expect(client.stats().watchdogHolds).toBe(0);
     await waitUntil(() => handle.signal.aborted, 2000, 10, 'the lease to end');
@@ -210,7 +210,7 @@ describe('RPermitExpirableSemaphore', () => {
     expect((await env.redis.zScore(semaphore.key, id))! - before).toBeGreaterThanOrEqual(60_000);
 
     const handle = await semaphore.acquire();
-    await handle.updateLeaseTime(300);
+    await handle.updateLeaseTime(300, 'ms');
     expect(handle.leaseTime).toBe(300);
     await waitUntil(() => handle.signal.aborted, 2000, 10, 'the new lease to end');
     await waitUntil(async () => (await semaphore.acquiredPermits()) === 1, 300, 5, 'the permit to expire in Redis');

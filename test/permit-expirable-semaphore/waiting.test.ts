@@ -85,7 +85,7 @@ describe('waiting for expirable permits', () => {
     const semaphore = await semaphoreOf(1);
     await semaphore.tryAcquire(0, 10, 'seconds');
     const started = performance.now();
-    const error = await semaphore.acquire({ waitTime: 200 }).catch((e: unknown) => e);
+    const error = await semaphore.acquire({ waitMs: 200 }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(PermitAcquireTimeoutError);
     expect((error as PermitAcquireTimeoutError).permits).toBe(1);
     expect(performance.now() - started).toBeGreaterThanOrEqual(195);

@@ -48,7 +48,7 @@ describe('RedLock', () => {
     const name = uniqueName();
     const redLock = redLockOf(nodes, name);
     expect(redLock.quorum).toBe(2);
-    const handle = await redLock.acquire({ waitTime: 1000, leaseTime: 2000 });
+    const handle = await redLock.acquire({ waitMs: 1000, leaseMs: 2000 });
     // nodes answering about as fast as the quorum are kept too (on an idle machine: all three)
     expect(handle.owner.split(',').length).toBeGreaterThanOrEqual(2);
     expect(await heldOn(name)).toEqual(nodesOf(handle.owner, nodes));
@@ -75,7 +75,7 @@ describe('RedLock', () => {
     await kill(2);
     const redLock = redLockOf(nodes, name);
     const started = performance.now();
-    const handle = await redLock.acquire({ waitTime: 2000, leaseTime: 10_000 });
+    const handle = await redLock.acquire({ waitMs: 2000, leaseMs: 10_000 });
     const took = performance.now() - started;
     expect(took).toBeLessThan(nodeTimeout(10_000)); // decided by the two live nodes, not by the dead one
     expect((await heldOn(name)).slice(0, 2)).toEqual([1, 1]);
@@ -106,7 +106,7 @@ describe('RedLock', () => {
     expect(calls % 2).toBe(0); // every grant on the live node was released
     expect(calls).toBeGreaterThanOrEqual(2);
     expect(nodes[0]!.stats().watchdogHolds).toBe(0);
-    await expect(redLock.acquire({ waitTime: 0 })).rejects.toBeInstanceOf(RedisUnavailableError);
+    await expect(redLock.acquire({ waitMs: 0 })).rejects.toBeInstanceOf(RedisUnavailableError);
     expect(await redis[0]!.exists(name)).toBe(0);
   });
 
@@ -125,7 +125,7 @@ describe('RedLock', () => {
     let doneAfter = 0;
     try {
       const started = performance.now();
-      const acquiring = redLock.acquire({ leaseTime: lease, waitTime: 0 });
+      const acquiring = redLock.acquire({ leaseMs: lease, waitMs: 0 });
       await sleep(200);
       servers[1]!.resume();
       resumedAfter = performance.now() - started;
@@ -163,7 +163,7 @@ describe('RedLock', () => {
     const otherOwners = async (): Promise<string[]> =>
       (await Promise.all(redis.map((r) => r.hKeys(name)))).flat().filter((o) => otherClients.some((c) => o.startsWith(`${c.id}:`)));
     await waitUntil(async () => (await otherOwners()).length === 0, 2000, 10, 'nothing of the loser to be left');
-    await expect(other.acquire({ waitTime: 100 })).rejects.toThrow(/could not acquire/);
+    await expect(other.acquire({ waitMs: 100 })).rejects.toThrow(/could not acquire/);
     await holder.unlock();
     expect(await other.tryLock(1, 'seconds')).toBe(true);
     await other.unlock();
@@ -171,7 +171,7 @@ describe('RedLock', () => {
 
   it('the handle\'s signal aborts when the validity ends, or (watchdog) when fewer than a quorum remain held', async () => {
     const name = uniqueName();
-    const leased = await redLockOf(clients(), name).acquire({ leaseTime: 300 });
+    const leased = await redLockOf(clients(), name).acquire({ leaseMs: 300 });
     const started = performance.now();
     await waitUntil(() => leased.signal.aborted, 2000, 5, 'the validity to end');
     expect(performance.now() - started).toBeLessThan(leased.leaseTime! + 200);

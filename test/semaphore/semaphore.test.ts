@@ -91,7 +91,7 @@ describe('RSemaphore', () => {
   it('acquire() with a wait time throws PermitAcquireTimeoutError; an aborted wait leaves no subscription or timer', async () => {
     const client = lockClient(env.redis);
     const semaphore = client.getSemaphore(uniqueName());
-    const error = await semaphore.acquire({ permits: 2, waitTime: 150 }).catch((e: unknown) => e);
+    const error = await semaphore.acquire({ permits: 2, waitMs: 150 }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(PermitAcquireTimeoutError);
     expect((error as PermitAcquireTimeoutError).permits).toBe(2);
     const timers = activeTimers();

@@ -45,7 +45,7 @@ describe('on Sentinel', () => {
     const a = await lockClientOn(setup, { lockWatchdogTimeout: 10_000 });
     const name = uniqueName();
     setup.replication.mode = 'blackhole';
-    const held = await a.getLock(name).acquire({ waitTime: 0 });
+    const held = await a.getLock(name).acquire({ waitMs: 0 });
     await setup.primary.kill();
     await setup.waitForPrimary(setup.replica.port);
     const b = await lockClientOn(setup);

@@ -80,9 +80,9 @@ async function cutAndFailOver(setup: SentinelSetup, sync: boolean, clients: Clie
   const name = `faults:sentinel:${randomBytes(3).toString('hex')}`;
   const a = await clients.a(sync ? { syncReplicas: { timeout: SYNC_TIMEOUT_MS }, retry: { retries: 1, minTimeout: 10, maxTimeout: 20 } } : {});
   // Replication works before the cut (and A's client has seen that the primary has a replica).
-  if (sync) await (await a.getLock(`${name}:before-cut`).acquire({ waitTime: 0 })).release();
+  if (sync) await (await a.getLock(`${name}:before-cut`).acquire({ waitMs: 0 })).release();
   setup.replication.mode = 'blackhole';
-  const outcome = await a.getLock(name).acquire({ waitTime: 0 }).catch((error: unknown) => error as Error);
+  const outcome = await a.getLock(name).acquire({ waitMs: 0 }).catch((error: unknown) => error as Error);
   const held = outcome instanceof LockHandle ? outcome : undefined;
   let toldAt: number | undefined;
   held?.signal.addEventListener('abort', () => (toldAt = now()), { once: true });
@@ -96,7 +96,7 @@ async function cutAndFailOver(setup: SentinelSetup, sync: boolean, clients: Clie
   await setup.waitForPrimary(setup.replica.port);
   const promoted = now();
   const b = clients.b();
-  const granted = await b.getLock(name).acquire({ waitTime: B_WAIT_MS }).catch(() => undefined);
+  const granted = await b.getLock(name).acquire({ waitMs: B_WAIT_MS }).catch(() => undefined);
   const grantedAt = now();
   const doubleGrant = granted !== undefined && held !== undefined && !held.signal.aborted;
   if (!granted) violations.push(`B did not get the lock on the promoted replica within ${B_WAIT_MS} ms`);

@@ -27,7 +27,7 @@ exports.run = async function run(relock, { url, name, busyName }) {
     }
     let busy;
     try {
-      await locks.getLock(busyName).acquire({ waitTime: 50 });
+      await locks.getLock(busyName).acquire({ waitMs: 50 });
     } catch (error) {
       busy = { name: error.name, typed: error instanceof LockAcquireTimeoutError, waitTimeMs: error.waitTimeMs };
     }

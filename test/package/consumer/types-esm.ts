@@ -46,7 +46,7 @@ locks.on('lockLost', (event: LockLostEvent) => {
 });
 
 try {
-  await lock.acquire({ waitTime: 0 });
+  await lock.acquire({ waitMs: 0 });
 } catch (error) {
   if (error instanceof LockAcquireTimeoutError) {
     const waited: number = error.waitTimeMs;

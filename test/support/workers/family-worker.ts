@@ -48,7 +48,7 @@ async function acquire(command: Record<string, unknown>): Promise<void> {
   const id = command.id as string;
   try {
     const lock = lockOf(command.kind as string, command.name as string);
-    const handle = await runInContext(() => lock.acquire({ waitTime: command.waitMs as number | undefined, leaseTime: command.leaseMs as number | undefined }));
+    const handle = await runInContext(() => lock.acquire({ waitMs: command.waitMs as number | undefined, leaseMs: command.leaseMs as number | undefined }));
     handles.set(id, handle);
     say({ type: `acquired:${id}`, ok: true, at: now() });
     if (typeof command.holdMs === 'number') setTimeout(() => void release(id), command.holdMs);

@@ -30,7 +30,7 @@ for await (const line of createInterface({ input: process.stdin })) {
   const command = JSON.parse(line) as Record<string, unknown> & { cmd: string; name: string };
   if (command.cmd === 'acquire') {
     try {
-      const handle = await client.getLock(command.name).acquire({ waitTime: command.waitMs as number | undefined, leaseTime: command.leaseMs as number | undefined });
+      const handle = await client.getLock(command.name).acquire({ waitMs: command.waitMs as number | undefined, leaseMs: command.leaseMs as number | undefined });
       handles.set(command.name, handle);
       say({ type: 'acquired', ok: true, at: now() });
     } catch (error) {

@@ -69,7 +69,7 @@ async function round(kind: string, name: string, oracle: string, leaseMs: number
     return;
   }
   const semaphore = client.getPermitExpirableSemaphore(name);
-  const handle = await semaphore.acquire({ leaseTime: leaseMs });
+  const handle = await semaphore.acquire({ leaseMs: leaseMs });
   if (mode === 'counter') {
     await redis.eval(ENTER_COUNTER, { keys: oracleKeys });
     await hold();
@@ -95,8 +95,8 @@ for await (const line of createInterface({ input: process.stdin })) {
     try {
       const handle = await client.getPermitExpirableSemaphore(name).acquire({
         permits: command.permits as number | undefined,
-        waitTime: command.waitMs as number | undefined,
-        leaseTime: command.leaseMs as number | undefined,
+        waitMs: command.waitMs as number | undefined,
+        leaseMs: command.leaseMs as number | undefined,
       });
       handles.set(name, handle);
       say({ type: 'acquired', ok: true, ids: handle.ids, at: now() });

@@ -1,0 +1,87 @@
+/**
+ * Times in options objects cannot be mistaken: a plain number is milliseconds only under a name that says
+ * so (`waitMs`, `leaseMs`); `waitTime`/`leaseTime` need their `unit`. Checked on every options object with
+ * times (locks and their variants, multi-lock, both semaphores, the latch, withLock), before anything is
+ * sent to Redis.
+ */
+import { describe, expect, it } from '@jest/globals';
+import { InvalidArgumentError, type LockClient } from '../src/index.js';
+import { useRedis } from './support/harness.js';
+import { commandCalls, keys, lockClient, uniqueName } from './support/helpers.js';
+
+const env = useRedis();
+
+/** Every call that takes an options object with times, on fresh names; `lease` when it takes a lease. */
+function optionCalls(client: LockClient, name: string): Array<{ what: string; lease: boolean; call: (options: object) => Promise<unknown> }> {
+  return [
+    { what: 'RLock.acquire', lease: true, call: (o) => client.getLock(`${name}:lock`).acquire(o) },
+    { what: 'FencedLock.acquire', lease: true, call: (o) => client.getFencedLock(`${name}:fenced`).acquire(o) },
+    { what: 'RFairLock.acquire', lease: true, call: (o) => client.getFairLock(`${name}:fair`).acquire(o) },
+    { what: 'RReadLock.acquire', lease: true, call: (o) => client.getReadWriteLock(`${name}:rw`).readLock().acquire(o) },
+    { what: 'SpinLock.acquire', lease: true, call: (o) => client.getSpinLock(`${name}:spin`).acquire(o) },
+    { what: 'MultiLock.acquire', lease: true, call: (o) => client.getMultiLock(client.getLock(`${name}:m1`), client.getLock(`${name}:m2`)).acquire(o) },
+    { what: 'RedLock.acquire', lease: true, call: (o) => client.getRedLock(client.getLock(`${name}:r1`)).acquire(o) },
+    { what: 'withLock', lease: true, call: (o) => client.withLock(`${name}:with`, () => 1, o) },
+    { what: 'RPermitExpirableSemaphore.acquire', lease: true, call: (o) => client.getPermitExpirableSemaphore(`${name}:pes`).acquire(o) },
+    { what: 'RSemaphore.acquire', lease: false, call: (o) => client.getSemaphore(`${name}:sem`).acquire(o) },
+    { what: 'RCountDownLatch.await', lease: false, call: (o) => client.getCountDownLatch(`${name}:latch`).await(o) },
+  ];
+}
+
+describe('time options', () => {
+  it('refuses waitTime or leaseTime without unit, citing both right forms with the caller\'s number, and sends nothing', async () => {
+    const client = lockClient(env.redis);
+    const name = uniqueName('units');
+    const scriptsBefore = (await commandCalls(env.redis, 'evalsha')) + (await commandCalls(env.redis, 'eval'));
+    for (const { what, lease, call } of optionCalls(client, name)) {
+      const wait = await call({ waitTime: 5 }).catch((e: unknown) => e);
+      expect([what, wait]).toEqual([what, expect.any(InvalidArgumentError)]);
+      expect((wait as InvalidArgumentError).argument).toBe('waitTime');
+      expect((wait as Error).message).toContain("write { waitMs: 5 } for 5 milliseconds, or { waitTime: 5, unit: 'seconds' } for 5 seconds");
+      if (!lease) continue;
+      const error = await call({ leaseTime: 30 }).catch((e: unknown) => e);
+      expect([what, (error as InvalidArgumentError).argument]).toEqual([what, 'leaseTime']);
+      expect((error as Error).message).toContain("write { leaseMs: 30 } for 30 milliseconds, or { leaseTime: 30, unit: 'seconds' } for 30 seconds");
+      // Both names for one time, and a unit that applies to nothing, are refused as well.
+      await expect(call({ leaseMs: 5000, leaseTime: 5, unit: 'seconds' })).rejects.toThrow(/leaseTime.*leaseMs.*not both/);
+    }
+    for (const { what, call } of optionCalls(client, name)) {
+      await expect([what, await call({ waitMs: 100, waitTime: 1, unit: 's' }).catch((e: unknown) => String(e))]).toEqual([what, expect.stringMatching(/waitTime.*not both/)]);
+      await expect([what, await call({ waitMs: 100, unit: 's' }).catch((e: unknown) => String(e))]).toEqual([what, expect.stringMatching(/invalid unit: applies only to waitTime and leaseTime/)]);
+    }
+    expect(await keys(env.redis, `*${name}*`)).toEqual([]);
+    expect((await commandCalls(env.redis, 'evalsha')) + (await commandCalls(env.redis, 'eval'))).toBe(scriptsBefore);
+  });
+
+  it('takes leaseMs as milliseconds and leaseTime in its unit: the same lease both ways', async () => {
+    const client = lockClient(env.redis);
+    const lock = client.getLock(uniqueName('units'));
+    const inMs = await lock.acquire({ leaseMs: 5000, waitMs: 0 });
+    expect(inMs.leaseTime).toBe(5000);
+    const ttlMs = await lock.remainTimeToLive();
+    await inMs.release();
+    const inSeconds = await lock.acquire({ leaseTime: 5, unit: 'seconds', waitTime: 0 });
+    expect(inSeconds.leaseTime).toBe(5000);
+    const ttlSeconds = await lock.remainTimeToLive();
+    await inSeconds.release();
+    for (const ttl of [ttlMs, ttlSeconds]) {
+      expect(ttl).toBeGreaterThan(4000);
+      expect(ttl).toBeLessThanOrEqual(5000);
+    }
+
+    const semaphore = client.getPermitExpirableSemaphore(uniqueName('units'));
+    await semaphore.trySetPermits(1);
+    const permit = await semaphore.acquire({ leaseTime: 2, unit: 'minutes' });
+    expect(permit.leaseTime).toBe(120_000);
+    await expect(permit.updateLeaseTime(5 as number, undefined as never)).rejects.toThrow(/invalid unit/);
+    await permit.updateLeaseTime(5, 'seconds');
+    expect(permit.leaseTime).toBe(5000);
+    await permit.release();
+
+    // Wait times: a latch that never opens, waited for 50 ms either way.
+    const latch = client.getCountDownLatch(uniqueName('units'));
+    await latch.trySetCount(1);
+    expect(await latch.await({ waitMs: 50 })).toBe(false);
+    expect(await latch.await({ waitTime: 0.05, unit: 's' })).toBe(false);
+  });
+});
