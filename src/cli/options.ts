@@ -1,4 +1,4 @@
-import { InvalidArgumentError, Option, type Command } from 'commander';
+import type { OptionSpec } from './args.js';
 import { OBJECT_TYPES } from './detect.js';
 
 /** The options every command takes. */
@@ -19,25 +19,22 @@ export const DEFAULT_URL = 'redis://localhost:6379';
 /** The object types `--type` accepts: every detected type but the ambiguous counter, and `latch` for `count-down-latch`. */
 const TYPE_CHOICES = [...OBJECT_TYPES.filter((type) => type !== 'semaphore-or-latch'), 'latch'];
 
-/** Adds `--json`, `--url`, `--cluster` and `--prefix` to `command`; returns it. */
-export function withCommonOptions(command: Command): Command {
-  return command
-    .option('--json', 'print machine-readable JSON instead of text')
-    .addOption(new Option('--url <url>', 'Redis URL').env('REDIS_URL').default(DEFAULT_URL))
-    .option('--cluster', 'connect to a Redis Cluster (createCluster), --url being one of its nodes')
-    .option('--prefix <prefix>', 'the keyPrefix of the LockClient that created the objects', '');
-}
+/** `--json`, `--url`, `--cluster` and `--prefix`, which every command takes first. */
+export const COMMON_OPTIONS: readonly OptionSpec[] = [
+  { flags: '--json', description: 'print machine-readable JSON instead of text' },
+  { flags: '--url <url>', description: 'Redis URL', env: 'REDIS_URL', default: DEFAULT_URL },
+  { flags: '--cluster', description: 'connect to a Redis Cluster (createCluster), --url being one of its nodes' },
+  { flags: '--prefix <prefix>', description: 'the keyPrefix of the LockClient that created the objects', default: '' },
+];
 
 /** The `--type <type>` option, which skips detection (needed for a counter that could be a semaphore or a latch). */
-export function typeOption(): Option {
-  return new Option('--type <type>', 'the object type, instead of detecting it').choices(TYPE_CHOICES);
-}
+export const TYPE_OPTION: OptionSpec = { flags: '--type <type>', description: 'the object type, instead of detecting it', choices: TYPE_CHOICES };
 
-/** A commander argument parser for a whole number >= `min` (a bad value is a usage error). */
+/** An option value parser for a whole number >= `min` (a bad value is a usage error). */
 export function wholeNumber(min: number): (value: string) => number {
   return (value) => {
     const n = Number(value);
-    if (!/^\d+$/.test(value.trim()) || !Number.isSafeInteger(n) || n < min) throw new InvalidArgumentError(`expected a whole number >= ${min}, got "${value}"`);
+    if (!/^\d+$/.test(value.trim()) || !Number.isSafeInteger(n) || n < min) throw new Error(`expected a whole number >= ${min}, got "${value}"`);
     return n;
   };
 }

@@ -1,9 +1,9 @@
-import { Command, CommanderError } from 'commander';
 import { createRequire } from 'node:module';
-import { registerForceUnlock } from './commands/force-unlock.js';
-import { registerInspect } from './commands/inspect.js';
-import { registerList } from './commands/list.js';
-import { registerWatch } from './commands/watch.js';
+import { parseCommandLine, UsageError, type ProgramSpec } from './args.js';
+import { forceUnlockCommand } from './commands/force-unlock.js';
+import { inspectCommand } from './commands/inspect.js';
+import { listCommand } from './commands/list.js';
+import { watchCommand } from './commands/watch.js';
 import { messageOf } from './connect.js';
 import { CliError, EXIT } from './errors.js';
 
@@ -12,30 +12,37 @@ function version(): string {
   return (createRequire(import.meta.url)('relock/package.json') as { version: string }).version;
 }
 
-/** The `relock` program with its four commands. Commander's own errors throw instead of exiting. */
-export function buildProgram(): Command {
-  const program = new Command('relock')
-    .description('Inspect and operate relock locks, semaphores and latches in Redis')
-    .version(version())
-    .showHelpAfterError('(run relock <command> --help for its options)')
-    .addHelpText('after', '\nExit codes: 0 done, 1 failed (Redis unreachable, a Redis error, not confirmed), 2 bad usage, 3 no such relock object.\nEvery command takes --json, --url (or REDIS_URL), --cluster and --prefix. See docs/cli.md.')
-    .exitOverride();
-  for (const register of [registerInspect, registerList, registerForceUnlock, registerWatch]) register(program);
-  for (const command of program.commands) command.exitOverride();
-  return program;
+/** The `relock` program with its four commands. */
+export function program(): ProgramSpec {
+  return {
+    name: 'relock',
+    description: 'Inspect and operate relock locks, semaphores and latches in Redis',
+    version: version(),
+    commands: [inspectCommand, listCommand, forceUnlockCommand, watchCommand],
+    helpAfter:
+      'Exit codes: 0 done, 1 failed (Redis unreachable, a Redis error, not confirmed), 2 bad usage, 3 no such relock object.\n' +
+      'Every command takes --json, --url (or REDIS_URL), --cluster and --prefix. See docs/cli.md.',
+  };
 }
 
 /**
  * Runs the program on `argv` (`process.argv` form) and resolves to the exit code: that of the command,
- * 0 after `--help`/`--version`, 2 for a usage error commander found (it printed it), else the code of
- * the `CliError`, whose message is printed as `relock: …` on stderr.
+ * 0 after `--help`/`--version`, 2 for bad usage (`error: …` and a hint on stderr), else the code of the
+ * `CliError`, whose message is printed as `relock: …` on stderr.
  */
 export async function run(argv: readonly string[]): Promise<number> {
   try {
-    await buildProgram().parseAsync([...argv]);
-    return typeof process.exitCode === 'number' ? process.exitCode : EXIT.ok;
+    const parsed = parseCommandLine(program(), argv.slice(2));
+    if ('print' in parsed) {
+      (parsed.exitCode === EXIT.ok ? process.stdout : process.stderr).write(parsed.print);
+      return parsed.exitCode;
+    }
+    return await parsed.command.run(parsed.argument, parsed.options as never);
   } catch (error) {
-    if (error instanceof CommanderError) return error.exitCode === 0 ? EXIT.ok : EXIT.usage;
+    if (error instanceof UsageError) {
+      process.stderr.write(`error: ${error.message}\n(run relock <command> --help for its options)\n`);
+      return EXIT.usage;
+    }
     const exitCode = error instanceof CliError ? error.exitCode : EXIT.failed;
     process.stderr.write(`relock: ${messageOf(error)}\n`);
     return exitCode;

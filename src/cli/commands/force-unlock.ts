@@ -1,11 +1,11 @@
-import type { Command } from 'commander';
 import { createInterface } from 'node:readline/promises';
 import type { LockClient } from '../../client.js';
+import type { CommandSpec } from '../args.js';
 import type { Target } from '../connect.js';
 import { describe, type Description } from '../describe.js';
 import { forcedType, inspectObject, isLockType, objectKeys, type LockType, type ObjectKeys, type ObjectType } from '../detect.js';
 import { CliError, EXIT, usageError } from '../errors.js';
-import { typeOption, withCommonOptions, type CommonOptions } from '../options.js';
+import { COMMON_OPTIONS, TYPE_OPTION, type CommonOptions } from '../options.js';
 import { printJson, printLines } from '../output.js';
 import { holdersText, TYPE_LABEL } from '../render.js';
 import { notFoundError, withTarget } from '../run.js';
@@ -18,19 +18,20 @@ export interface ForceUnlockOptions extends CommonOptions {
 }
 
 /**
- * Adds `relock force-unlock <name>`: deletes a held lock whoever holds it with the library's
+ * `relock force-unlock <name>`: deletes a held lock whoever holds it with the library's
  * `forceUnlock` of its type (`RLock`, `FencedLock`, `RFairLock`, or the side of `RReadWriteLock` in the
  * current mode), which wakes its waiters. Asks for confirmation on a terminal unless `--yes`; refuses
  * without `--yes` when stdin is not a terminal.
  */
-export function registerForceUnlock(program: Command): void {
-  withCommonOptions(program.command('force-unlock').description('delete a held lock whoever holds it, and wake its waiters').argument('<name>', 'the lock name (without --prefix)'))
-    .option('-y, --yes', 'do not ask for confirmation')
-    .addOption(typeOption())
-    .action(async (name: string, options: ForceUnlockOptions) => {
-      process.exitCode = await withTarget(options, (target) => forceUnlock(target, name, options));
-    });
-}
+export const forceUnlockCommand: CommandSpec<ForceUnlockOptions> = {
+  name: 'force-unlock',
+  description: 'delete a held lock whoever holds it, and wake its waiters',
+  argument: { name: 'name', description: 'the lock name (without --prefix)', required: true },
+  options: [...COMMON_OPTIONS, { flags: '-y, --yes', description: 'do not ask for confirmation' }, TYPE_OPTION],
+  run(name, options) {
+    return withTarget(options, (target) => forceUnlock(target, name, options));
+  },
+};
 
 async function forceUnlock(target: Target, name: string, options: ForceUnlockOptions): Promise<number> {
   const keys = objectKeys(target.locks, name);

@@ -1,10 +1,10 @@
-import { InvalidArgumentError, type Command } from 'commander';
+import type { CommandSpec } from '../args.js';
 import type { Target } from '../connect.js';
 import { describe, type Description } from '../describe.js';
 import { forcedType, inspectObject, OBJECT_TYPES, objectKeys, type ObjectKeys, type ObjectType } from '../detect.js';
 import { EXIT } from '../errors.js';
 import { escapeGlob, globRegExp } from '../glob.js';
-import { wholeNumber, withCommonOptions, type CommonOptions } from '../options.js';
+import { COMMON_OPTIONS, wholeNumber, type CommonOptions } from '../options.js';
 import { printJson, printLines, progress, showProgress, type Progress } from '../output.js';
 import { table, ttlText } from '../render.js';
 import { withTarget } from '../run.js';
@@ -36,31 +36,36 @@ const CLASSIFY_LIMIT = 16;
 const BATCH = 64;
 
 /**
- * Adds `relock list [pattern]`: `SCAN`s every primary (never `KEYS`) for keys under `--prefix`, reads
+ * `relock list [pattern]`: `SCAN`s every primary (never `KEYS`) for keys under `--prefix`, reads
  * back the object names from main keys and relock's auxiliary keys, keeps those matching the glob
  * `pattern`, and classifies each (type, TTL, a summary), with a progress line on stderr when run in a
  * terminal.
  */
-export function registerList(program: Command): void {
-  withCommonOptions(program.command('list').description('find relock objects with SCAN').argument('[pattern]', 'a Redis glob over object names', '*'))
-    .option('--type <types>', 'only these types (comma-separated, as inspect names them)', typeList)
-    .option('--scan-count <n>', 'the COUNT hint of each SCAN call', wholeNumber(1), 1000)
-    .action(async (pattern: string, options: ListOptions) => {
-      process.exitCode = await withTarget(options, async (target) => {
-        const found = await list(target, pattern, options, progress(showProgress(options.json)));
-        const objects = found.objects.filter((o) => !options.type || options.type.includes(o.type));
-        if (options.json) printJson({ pattern, prefix: options.prefix, nodes: found.nodes, scannedKeys: found.scanned, objects });
-        else printLines(render(objects, found.scanned, found.nodes.length));
-        return EXIT.ok;
-      });
+export const listCommand: CommandSpec<ListOptions> = {
+  name: 'list',
+  description: 'find relock objects with SCAN',
+  argument: { name: 'pattern', description: 'a Redis glob over object names', required: false, default: '*' },
+  options: [
+    ...COMMON_OPTIONS,
+    { flags: '--type <types>', description: 'only these types (comma-separated, as inspect names them)', parse: typeList },
+    { flags: '--scan-count <n>', description: 'the COUNT hint of each SCAN call', parse: wholeNumber(1), default: 1000 },
+  ],
+  run(pattern, options) {
+    return withTarget(options, async (target) => {
+      const found = await list(target, pattern, options, progress(showProgress(options.json)));
+      const objects = found.objects.filter((o) => !options.type || options.type.includes(o.type));
+      if (options.json) printJson({ pattern, prefix: options.prefix, nodes: found.nodes, scannedKeys: found.scanned, objects });
+      else printLines(render(objects, found.scanned, found.nodes.length));
+      return EXIT.ok;
     });
-}
+  },
+};
 
 /** `--type a,b`: known object types (`latch` for `count-down-latch`), else a usage error. */
 function typeList(value: string): ObjectType[] {
   const types = value.split(',').map((t) => forcedType(t.trim())!);
   const unknown = types.filter((t) => !(OBJECT_TYPES as readonly string[]).includes(t));
-  if (unknown.length > 0) throw new InvalidArgumentError(`unknown type ${unknown.join(', ')}; use ${OBJECT_TYPES.join(', ')}`);
+  if (unknown.length > 0) throw new Error(`unknown type ${unknown.join(', ')}; use ${OBJECT_TYPES.join(', ')}`);
   return types;
 }
 

@@ -1,10 +1,10 @@
-import type { Command } from 'commander';
+import type { CommandSpec } from '../args.js';
 import type { Target } from '../connect.js';
 import { messageOf } from '../connect.js';
 import { describe, watchedChannels, type Description } from '../describe.js';
 import { baseChannels, forcedType, inspectObject, objectKeys, type ObjectKeys, type ObjectType } from '../detect.js';
 import { EXIT } from '../errors.js';
-import { typeOption, wholeNumber, withCommonOptions, type CommonOptions } from '../options.js';
+import { COMMON_OPTIONS, TYPE_OPTION, wholeNumber, type CommonOptions } from '../options.js';
 import { printJsonLine, printLines } from '../output.js';
 import { holdersText, TYPE_LABEL } from '../render.js';
 import { withTarget } from '../run.js';
@@ -36,22 +36,27 @@ export interface WatchEvent extends Omit<Change, 'event'> {
 }
 
 /**
- * Adds `relock watch <name>`: subscribes to every channel the object may publish on (and to each fair-lock
+ * `relock watch <name>`: subscribes to every channel the object may publish on (and to each fair-lock
  * waiter's own channel), and reads the object after each message and every `--interval` ms (relock
  * publishes on releases only, so acquisitions are seen by reading). Prints each change (acquire, release,
  * enqueue, dequeue, count) or message with a timestamp and the state after it, until Ctrl-C,
  * `--duration` or `--count`.
  */
-export function registerWatch(program: Command): void {
-  withCommonOptions(program.command('watch').description('follow acquisitions and releases live').argument('<name>', 'the object name (without --prefix)'))
-    .addOption(typeOption())
-    .option('--interval <ms>', 'read the object this often, to see acquisitions (which publish nothing)', wholeNumber(10), 250)
-    .option('--duration <ms>', 'stop after this many milliseconds', wholeNumber(1))
-    .option('--count <n>', 'stop after this many events', wholeNumber(1))
-    .action(async (name: string, options: WatchOptions) => {
-      process.exitCode = await withTarget(options, (target) => new Watch(target, objectKeys(target.locks, name), options).run());
-    });
-}
+export const watchCommand: CommandSpec<WatchOptions> = {
+  name: 'watch',
+  description: 'follow acquisitions and releases live',
+  argument: { name: 'name', description: 'the object name (without --prefix)', required: true },
+  options: [
+    ...COMMON_OPTIONS,
+    TYPE_OPTION,
+    { flags: '--interval <ms>', description: 'read the object this often, to see acquisitions (which publish nothing)', parse: wholeNumber(10), default: 250 },
+    { flags: '--duration <ms>', description: 'stop after this many milliseconds', parse: wholeNumber(1) },
+    { flags: '--count <n>', description: 'stop after this many events', parse: wholeNumber(1) },
+  ],
+  run(name, options) {
+    return withTarget(options, (target) => new Watch(target, objectKeys(target.locks, name), options).run());
+  },
+};
 
 /** One watch: its subscriptions, the last state seen, and what stops it. */
 class Watch {
