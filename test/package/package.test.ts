@@ -1,20 +1,26 @@
 /**
- * The built package as its users get it: `npm pack`ed, unpacked into a scratch consumer under `.tmp/`
- * (inside the repository, so that `redis`, `p-retry` and `pino` resolve from its node_modules), then
- * imported as an ES module and required as CommonJS in child Node processes that take and release locks
- * on a real Redis, and type-checked as a TypeScript consumer under `moduleResolution` node16 and bundler.
- * `dist` is rebuilt first when it is missing or older than the sources.
+ * The package as its users get it. `npm pack` runs in a clean copy of the repository (the files git tracks
+ * or would track: no dist/, no .tmp/, no node_modules/ of its own), so it is the `prepack` script that
+ * must build dist; the copy borrows the repository's node_modules through a symlink for that build, which
+ * saves the `npm ci` a clone would need. The tarball is then unpacked into a scratch project outside the
+ * repository whose node_modules hold only what an install of `relock redis` brings: relock's own runtime
+ * dependencies and redis, with their dependencies (read from package-lock.json and linked from the
+ * repository's node_modules), and the `relock` bin link. A devDependency that the package imports, or a
+ * file that `files` leaves out, fails here. In it the package is imported as an ES module and required as
+ * CommonJS in child Node processes that take and release locks on a real Redis, the command runs through
+ * `npx relock`, and a TypeScript consumer is type-checked under `moduleResolution` node16 and bundler.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { execFile } from 'node:child_process';
-import { copyFileSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import * as sources from '../../src/index.js';
 import type { LockHandle } from '../../src/index.js';
-import { BUILD_TIMEOUT_MS, ensureBuilt, root } from '../support/build.js';
+import { BUILD_TIMEOUT_MS, root } from '../support/build.js';
 import { closeAll, connect, lockClient, uniqueName, type Redis } from '../support/helpers.js';
 import { startRedis, type RedisServer } from '../support/redis.js';
 
@@ -25,20 +31,78 @@ const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
 
 let server: RedisServer;
 let redis: Redis;
+let work: string;
 let scratch: string;
+let packedFiles: string[];
 let busy: LockHandle;
 const busyName = uniqueName('package-busy');
+
+/** The environment of npm runs in the copy: without the npm_* variables of the `npm test` running jest. */
+const cleanEnv = (): NodeJS.ProcessEnv => Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.toLowerCase().startsWith('npm_')));
+
+/** Copies what a clone would hold (tracked files and untracked ones not ignored, as in the working tree) to `dir`. */
+async function cleanCopy(dir: string): Promise<void> {
+  const { stdout } = await run('git', ['ls-files', '-z', '--cached', '--others', '--exclude-standard'], { cwd: root, maxBuffer: 16 << 20 });
+  for (const file of stdout.split('\0').filter(Boolean)) {
+    mkdirSync(dirname(join(dir, file)), { recursive: true });
+    try {
+      copyFileSync(join(root, file), join(dir, file));
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error; // deleted in the working tree
+    }
+  }
+  symlinkSync(join(root, 'node_modules'), join(dir, 'node_modules'));
+}
+
+/**
+ * The top-level packages of the repository's node_modules that an install of `names` brings, per
+ * package-lock.json: each with its dependencies, optional and non-optional peer dependencies, resolved
+ * as Node does (nested node_modules first).
+ */
+function installClosure(names: readonly string[]): string[] {
+  type Entry = { dependencies?: Record<string, string>; optionalDependencies?: Record<string, string>; peerDependencies?: Record<string, string>; peerDependenciesMeta?: Record<string, { optional?: boolean }> };
+  const { packages } = JSON.parse(readFileSync(join(root, 'package-lock.json'), 'utf8')) as { packages: Record<string, Entry> };
+  const topLevel = new Set<string>();
+  const seen = new Set<string>();
+  const visit = (name: string, from: string): void => {
+    let path: string | undefined;
+    for (let dir = from; path === undefined; dir = dir.slice(0, Math.max(0, dir.lastIndexOf('/node_modules/')))) {
+      if (packages[`${dir ? `${dir}/` : ''}node_modules/${name}`]) path = `${dir ? `${dir}/` : ''}node_modules/${name}`;
+      else if (dir === '') return; // not installed (an optional dependency of another platform)
+    }
+    if (seen.has(path)) return;
+    seen.add(path);
+    if (!path.slice('node_modules/'.length).includes('/node_modules/')) topLevel.add(name);
+    const entry = packages[path]!;
+    const peers = Object.keys(entry.peerDependencies ?? {}).filter((peer) => !entry.peerDependenciesMeta?.[peer]?.optional);
+    for (const dep of [...Object.keys(entry.dependencies ?? {}), ...Object.keys(entry.optionalDependencies ?? {}), ...peers]) visit(dep, path);
+  };
+  for (const name of names) visit(name, '');
+  return [...topLevel].sort();
+}
 
 beforeAll(async () => {
   server = await startRedis();
   redis = await connect(server.url);
-  await ensureBuilt();
-  scratch = join(root, '.tmp', `package-test-${process.pid}-${Date.now()}`);
-  const installed = join(scratch, 'node_modules', 'relock');
-  mkdirSync(installed, { recursive: true });
-  const { stdout } = await run('npm', ['pack', '--json', '--pack-destination', scratch], { cwd: root, timeout: 120_000, maxBuffer: 16 << 20 });
-  const [packed] = JSON.parse(stdout) as Array<{ filename: string }>;
-  await run('tar', ['-xzf', join(scratch, packed!.filename), '-C', installed, '--strip-components=1']);
+  work = realpathSync(mkdtempSync(join(tmpdir(), 'relock-package-')));
+  const clean = join(work, 'clone');
+  await cleanCopy(clean);
+  const { stdout } = await run('npm', ['pack', '--json', '--pack-destination', work], { cwd: clean, env: cleanEnv(), timeout: BUILD_TIMEOUT_MS, maxBuffer: 16 << 20 });
+  const [packed] = JSON.parse(stdout) as Array<{ filename: string; files: Array<{ path: string }> }>;
+  packedFiles = packed!.files.map((f) => f.path);
+
+  scratch = join(work, 'consumer');
+  const modules = join(scratch, 'node_modules');
+  mkdirSync(join(modules, 'relock'), { recursive: true });
+  await run('tar', ['-xzf', join(work, packed!.filename), '-C', join(modules, 'relock'), '--strip-components=1']);
+  const manifest = JSON.parse(readFileSync(join(modules, 'relock', 'package.json'), 'utf8')) as { dependencies?: Record<string, string>; bin: Record<string, string> };
+  // What `npm install relock redis` puts beside relock (the README's install line), and the bin link.
+  for (const name of installClosure([...Object.keys(manifest.dependencies ?? {}), 'redis'])) {
+    mkdirSync(dirname(join(modules, name)), { recursive: true });
+    symlinkSync(join(root, 'node_modules', name), join(modules, name));
+  }
+  mkdirSync(join(modules, '.bin'));
+  symlinkSync(join('..', 'relock', manifest.bin.relock!), join(modules, '.bin', 'relock'));
   writeFileSync(join(scratch, 'package.json'), JSON.stringify({ name: 'relock-consumer', private: true, type: 'module' }));
   for (const file of readdirSync(consumerFiles)) copyFileSync(join(consumerFiles, file), join(scratch, file));
   busy = await lockClient(redis).getLock(busyName).acquire();
@@ -49,7 +113,7 @@ afterAll(async () => {
   await closeAll();
   await redis?.close();
   await server?.stop();
-  if (scratch) rmSync(scratch, { recursive: true, force: true });
+  if (work) rmSync(work, { recursive: true, force: true });
 });
 
 /** Runs a consumer entry point in its own Node process and parses the JSON line it prints. */
@@ -84,7 +148,8 @@ async function typecheck(config: string, compilerOptions: Record<string, unknown
   writeFileSync(
     join(scratch, config),
     JSON.stringify({
-      compilerOptions: { target: 'ES2022', lib: ['ES2023', 'ESNext.Disposable'], strict: true, noEmit: true, types: ['node'], ...compilerOptions },
+      // @types/node from the repository: the scratch project installs only what relock's users need at run time.
+      compilerOptions: { target: 'ES2022', lib: ['ES2023', 'ESNext.Disposable'], strict: true, noEmit: true, types: ['node'], typeRoots: [join(root, 'node_modules', '@types')], ...compilerOptions },
       files,
     }),
   );
@@ -100,6 +165,13 @@ async function typecheck(config: string, compilerOptions: Record<string, unknown
 const installedFile = (path: string): string => join(scratch, 'node_modules', 'relock', path);
 
 describe('the built package', () => {
+  it('is built by prepack: a pack of a clean copy holds dist (ESM, CommonJS, the command) and no tests', () => {
+    for (const file of ['dist/esm/index.js', 'dist/esm/index.d.ts', 'dist/cjs/index.js', 'dist/cjs/index.d.ts', 'dist/cjs/package.json', 'dist/esm/cli/main.js', 'README.md']) {
+      expect(packedFiles).toContain(file);
+    }
+    expect(packedFiles.filter((file) => /^(test|scripts|docs|\.tmp|node_modules)\//.test(file))).toEqual([]);
+  });
+
   it('imports as an ES module (dist/esm) and takes and releases locks on a real Redis', async () => {
     const result = await consume('esm.mjs', uniqueName('package-esm'));
     expect(fileURLToPath(result.resolved as string)).toBe(installedFile('dist/esm/index.js'));
@@ -115,12 +187,11 @@ describe('the built package', () => {
     expectLockScenario(result);
   }, 90_000);
 
-  it('runs the relock command with npx through its bin entry', async () => {
-    // What npm install does with `bin`: a link in node_modules/.bin.
-    const { bin } = JSON.parse(readFileSync(installedFile('package.json'), 'utf8')) as { bin: { relock: string } };
-    mkdirSync(join(scratch, 'node_modules', '.bin'), { recursive: true });
-    symlinkSync(join('..', 'relock', bin.relock), join(scratch, 'node_modules', '.bin', 'relock'));
-    const { stdout } = await run('npx', ['--no', '--', 'relock', 'inspect', busyName, '--json', '--url', server.url], { cwd: scratch, timeout: 60_000 });
+  it('runs the relock command with npx through its bin entry: --help, and inspect on a real Redis', async () => {
+    const help = await run('npx', ['--no', '--', 'relock', '--help'], { cwd: scratch, env: cleanEnv(), timeout: 60_000 });
+    expect(help.stdout).toMatch(/^Usage: relock \[options\] \[command\]\n/);
+    for (const command of ['inspect', 'list', 'force-unlock', 'watch']) expect(help.stdout).toContain(`  ${command} [options]`);
+    const { stdout } = await run('npx', ['--no', '--', 'relock', 'inspect', busyName, '--json', '--url', server.url], { cwd: scratch, env: cleanEnv(), timeout: 60_000 });
     expect(JSON.parse(stdout)).toMatchObject({ name: busyName, type: 'lock', holders: [{ owner: busy.owner, holds: 1 }] });
   }, 90_000);
 
