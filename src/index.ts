@@ -5,6 +5,25 @@
  * `client.getLock(name).tryLock(1, 5, 'seconds')`, `client.withLock(name, fn)` or
  * `await using handle = await client.getLock(name).acquire()`. Semaphores and latches:
  * `client.getPermitExpirableSemaphore(name)`, `client.getSemaphore(name)`, `client.getCountDownLatch(name)`.
+ *
+ * The guides below are rendered as pages of the API reference (`npm run docs`).
+ *
+ * @packageDocumentation
+ * @document ../docs/getting-started.md
+ * @document ../docs/concepts.md
+ * @document ../docs/guarantees.md
+ * @document ../docs/cookbook.md
+ * @document ../docs/migration.md
+ * @document ../docs/fencing.md
+ * @document ../docs/locks.md
+ * @document ../docs/locks-more.md
+ * @document ../docs/semaphores.md
+ * @document ../docs/topologies.md
+ * @document ../docs/reliability.md
+ * @document ../docs/benchmarks.md
+ * @document ../docs/cli.md
+ * @document ../docs/architecture.md
+ * @document ../CHANGELOG.md
  */
 export { createLockClient, LockClient, type LockClientEvents, type LockClientOptions, type NodeRedisClient } from './client.js';
 export { runInContext } from './context.js';
