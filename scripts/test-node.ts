@@ -10,8 +10,8 @@
  * is compiled against the V8 API of the Node that `npm ci` ran on, so it cannot load on another major.
  * The first run of a version installs a copy of it beside that Node (`<version>/addons`), compiled
  * from source with that Node's headers (its prebuilt binaries are on GitHub, out of reach here), and
- * jest maps the package to that copy (`RELOCK_NATIVE_ADDONS`, read by jest.config.ts). The compile takes
- * about a minute on a quiet 2-core machine, once per version. N-API addons (@parcel/watcher) load on any
+ * jest maps the package to that copy (`RELOCK_NATIVE_ADDONS`, read by jest.config.ts). The compile took
+ * 83–164 s per version on a busy 2-core machine (unoptimised; 202 s optimised), once per version. N-API addons (@parcel/watcher) load on any
  * Node and need nothing.
  */
 import { spawnSync, type SpawnSyncOptions } from 'node:child_process';
