@@ -215,12 +215,12 @@ export class JsonLinesProcess {
 }
 
 /**
- * A Node process running `test/support/workers/<script>.ts` (through tsx) with `args`. It prints JSON
- * lines; `next(type)` resolves with the next line whose `type` matches.
+ * A Node process running `test/support/workers/<script>.ts` (through tsx) with `args` (and `env`, the
+ * parent's by default). It prints JSON lines; `next(type)` resolves with the next line whose `type` matches.
  */
 export class Worker extends JsonLinesProcess {
-  constructor(script: string, args: Record<string, unknown>) {
-    super(['--import', 'tsx', join(here, 'workers', `${script}.ts`), JSON.stringify(args)]);
+  constructor(script: string, args: Record<string, unknown>, env: NodeJS.ProcessEnv = process.env) {
+    super(['--import', 'tsx', join(here, 'workers', `${script}.ts`), JSON.stringify(args)], env);
   }
 
   /** The next message of `type` (consumed), waiting up to `timeoutMs`. */

@@ -38,6 +38,11 @@ export interface StartOptions {
   controllable?: boolean;
   /** Port to listen on; a free one when omitted. */
   port?: number;
+  /**
+   * Serve TLS only on the port (`--port 0 --tls-port`), with these PEM files; the URL is then
+   * `rediss://`. Clients need no certificate of their own (`--tls-auth-clients no`). Needs the binary.
+   */
+  tls?: { cert: string; key: string; ca: string };
 }
 
 const BIN = process.env.REDIS_SERVER_BIN ?? 'redis-server';
@@ -78,8 +83,9 @@ export async function freeClusterPort(): Promise<number> {
 
 /** Start (or connect to) a Redis for one test file. Call `stop()` in `afterAll`. */
 export async function startRedis(options: StartOptions = {}): Promise<RedisServer> {
-  if (process.env.REDIS_URL && !options.controllable) return external(process.env.REDIS_URL);
+  if (process.env.REDIS_URL && !options.controllable && !options.tls) return external(process.env.REDIS_URL);
   if (redisBinaryAvailable()) return startProcess(options);
+  if (options.tls) throw new Error(`a TLS Redis needs a redis-server binary built with TLS (${BIN} --version failed)`);
   const container = await startContainer().catch((cause: unknown) => {
     throw new Error(
       'No Redis for the tests: set REDIS_URL=redis://host:port, put a redis-server binary on PATH ' +
@@ -114,8 +120,12 @@ async function startProcess(options: StartOptions): Promise<RedisServer> {
   let child: ChildProcess | undefined;
 
   const launch = async (): Promise<void> => {
+    const tls = options.tls;
+    const listen = tls
+      ? ['--port', '0', '--tls-port', String(port), '--tls-cert-file', tls.cert, '--tls-key-file', tls.key, '--tls-ca-cert-file', tls.ca, '--tls-auth-clients', 'no']
+      : ['--port', String(port)];
     const args = [
-      '--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no',
+      ...listen, '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no',
       '--dir', dir, '--enable-debug-command', 'local', '--protected-mode', 'no', '--logfile', '',
       ...(options.args ?? []),
     ];
@@ -163,7 +173,7 @@ async function startProcess(options: StartOptions): Promise<RedisServer> {
 
   await launch();
   return {
-    url: `redis://127.0.0.1:${port}`,
+    url: `${options.tls ? 'rediss' : 'redis'}://127.0.0.1:${port}`,
     host: '127.0.0.1',
     port,
     controllable: true,

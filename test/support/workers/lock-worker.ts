@@ -1,6 +1,7 @@
 /**
  * A separate Node process using relock, driven by JSON lines on stdin, answering JSON lines on stdout.
- * argv[2]: JSON `{ url, lockWatchdogTimeout? }`. Commands:
+ * argv[2]: JSON `{ url, lockWatchdogTimeout?, ownConnections? }` (`ownConnections`: the lock client gets
+ * `url` and opens its own connections, instead of this worker's node-redis client). Commands:
  *   { cmd: 'acquire', name, waitMs?, leaseMs? }  → { type: 'acquired', ok, at } (at: monotonic ms, hrtime)
  *   { cmd: 'release', name }                     → { type: 'released' }
  *   { cmd: 'counter', name, key, rounds }        → { type: 'counted', rounds } (read-await-write under the lock)
@@ -14,11 +15,11 @@ import { createInterface } from 'node:readline';
 import { createClient } from 'redis';
 import { createLockClient, IllegalMonitorStateError, type LockHandle } from '../../../src/index.js';
 
-const args = JSON.parse(process.argv[2] ?? '{}') as { url: string; lockWatchdogTimeout?: number };
+const args = JSON.parse(process.argv[2] ?? '{}') as { url: string; lockWatchdogTimeout?: number; ownConnections?: boolean };
 const redis = createClient({ url: args.url });
 redis.on('error', () => {});
 await redis.connect();
-const client = createLockClient({ redis, lockWatchdogTimeout: args.lockWatchdogTimeout });
+const client = createLockClient({ ...(args.ownConnections ? { url: args.url } : { redis }), lockWatchdogTimeout: args.lockWatchdogTimeout });
 process.on('SIGTERM', () => process.exit(0));
 const handles = new Map<string, LockHandle>();
 const say = (message: Record<string, unknown>): void => void process.stdout.write(`${JSON.stringify(message)}\n`);
