@@ -55,7 +55,8 @@ type RoundResult =
  *
  * Ownership is each member's own: the caller's context or, outside any context, a new owner per member
  * and call (as `RLock`'s contextless acquisitions: concurrent calls on one multi-lock object exclude each
- * other, and a contextless `unlock()` releases each member's current contextless holder). Call `unlock()`
+ * other, and a contextless `unlock()` releases the members held by the object's current contextless
+ * holder, see `GroupLock`). Call `unlock()`
  * from the same context, or use the handle from `acquire()`. Keys and channels are the members' own; the
  * multi-lock stores nothing. Reentrant through its members inside a context.
  */
