@@ -92,10 +92,10 @@ describe('a grant whose reply was lost', () => {
     const lock = c.getLock(`{${uniqueName()}}`);
     await env.redis.scriptLoad(ACQUIRE.source);
     const cut = p.cutReply({ match: ACQUIRE.sha, replyPrefix: NIL, refuseMs: REFUSE_MS });
-    await expect(lock.acquire({ waitTime: 0 })).rejects.toBeInstanceOf(RedisUnavailableError);
+    await expect(lock.acquire({ waitTime: 0, unit: 'ms' })).rejects.toBeInstanceOf(RedisUnavailableError);
     await cut;
     await waitUntil(async () => (await env.redis.exists(lock.key)) === 0, 10_000, 20, 'the lost grant to be released');
-    const handle = await lock.acquire({ waitTime: 3000 });
+    const handle = await lock.acquire({ waitTime: 3, unit: 'seconds' });
     expect(Object.values(await env.redis.hGetAll(lock.key))).toEqual(['1']);
     await handle.release();
     expect(await env.redis.exists(lock.key)).toBe(0);
