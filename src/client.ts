@@ -93,9 +93,12 @@ export interface LockClientEvents {
   /**
    * A hold renewed by the watchdog (a lock, or an expirable permit, taken without a lease) was lost: a
    * renewal found it gone (expired while this process was paused, deleted, Redis restarted or failed over
-   * without it) or renewals failed until its lease ended. The holder's handle signal aborts too. Not
-   * emitted when an explicit lease runs out (only the handle's signal aborts then). The listener runs
-   * outside any lock context; an error it throws is logged, not rethrown.
+   * without it), renewals failed until its lease ended, or the holder's own unlock found it gone before
+   * the watchdog did. The holder's handle signal aborts too. Emitted once per lost hold, and never for a
+   * hold that was released. Not emitted when an explicit lease runs out (only the handle's signal aborts
+   * then). At `shutdown()` it is emitted (reason `'shutdown'`) for every hold the watchdog was renewing and
+   * every handle with an explicit lease still held. The listener runs outside any lock context; an error
+   * it throws is logged, not rethrown.
    */
   lockLost: [event: LockLostEvent];
 }
@@ -109,6 +112,7 @@ export class LockClient extends EventEmitter<LockClientEvents> {
   readonly id: string = randomId();
   private readonly core: Core;
   private closed = false;
+  private readonly closing = new AbortController();
   private shutdownPromise: Promise<void> | undefined;
 
   /** @internal Use `createLockClient()`. */
@@ -143,15 +147,16 @@ export class LockClient extends EventEmitter<LockClientEvents> {
       checkOpen: () => {
         if (this.closed) throw new ClientClosedError();
       },
+      closing: this.closing.signal,
     };
     connection.onReconnected(() => this.core.watchdog.renewAllNow());
   }
 
   /**
-   * A reentrant lock object for `name` (Redisson's `getLock`); see `RLock` for its keys and ownership.
-   * Each call returns a new object (outside any lock context, each object is a separate owner). Sends
-   * nothing to Redis. Throws `InvalidArgumentError` for an empty name, `CrossSlotError` for braces that do
-   * not form a hash tag.
+   * A reentrant lock object for `name` (Redisson's `getLock`); see `RLock` for its keys and ownership:
+   * reentrant per lock context; outside any context a mutex (each acquisition its own owner), so one object
+   * may be shared by concurrent tasks. Each call returns a new object. Sends nothing to Redis. Throws
+   * `InvalidArgumentError` for an empty name, `CrossSlotError` for braces that do not form a hash tag.
    */
   getLock(name: string): RLock {
     return new RLock(this.core, name);
@@ -239,8 +244,8 @@ export class LockClient extends EventEmitter<LockClientEvents> {
   /**
    * A read-write lock (Redisson's `getReadWriteLock`): `readLock()` is shared by readers, `writeLock()`
    * excludes everyone else; both have `RLock`'s API. See `RReadWriteLock` for keys, downgrading and
-   * leases. Each call returns a new object, whose read and write locks share one owner outside contexts.
-   * Throws `InvalidArgumentError` for an empty name or braces that do not form a hash tag.
+   * leases. Each call returns a new object. Ownership as `RLock`'s, across both sides (outside any context
+   * each acquisition is its own owner, so a downgrade needs a context). Throws `InvalidArgumentError` for an empty name or braces that do not form a hash tag.
    */
   getReadWriteLock(name: string): RReadWriteLock {
     return new RReadWriteLock(this.core, name);
@@ -294,15 +299,21 @@ export class LockClient extends EventEmitter<LockClientEvents> {
   }
 
   /**
-   * Stops the watchdog (held locks then expire within their lease; release them first to free them at
-   * once), wakes every waiter (they reject with `ClientClosedError`), unsubscribes, deletes pending unlock
-   * latches, and closes the connections relock created; a client passed as `redis` stays open: close it
-   * after this promise resolves. Later calls on this client's objects throw `ClientClosedError`.
-   * Idempotent: every call returns the same promise. Does not throw.
+   * Stops the watchdog and tells every live hold, without releasing it: the holders may still be running
+   * their critical sections, and a release would let another process in while they do. The signals of
+   * live handles (`LockHandle`, `PermitHandle`, `withLock`'s signal), renewed or with an explicit lease,
+   * abort with a `LockLostError` whose `reason` is `'shutdown'`, and `lockLost` fires once for each hold the
+   * watchdog was renewing and each such handle with an explicit lease; the keys stay until their leases
+   * end (release the locks first to free them at once). Then wakes every waiter (they reject with
+   * `ClientClosedError`), unsubscribes, deletes pending unlock latches, and closes the connections relock
+   * created; a client passed as `redis` stays open: close it after this promise resolves. Later calls on
+   * this client's objects (releases included) throw `ClientClosedError`. Idempotent: every call returns the
+   * same promise, and holds are told once. Does not throw.
    */
   shutdown(): Promise<void> {
     this.shutdownPromise ??= (async () => {
       this.closed = true;
+      this.closing.abort(new ClientClosedError());
       const { watchdog, channels, latches, connection, executor } = this.core;
       watchdog.stop();
       await channels.close();

@@ -7,8 +7,8 @@ import { randomBytes } from 'node:crypto';
  * A context is opened by `runInContext(fn)` and by `withLock(name, fn)`, and follows `fn` through every
  * `await`, timer and callback (AsyncLocalStorage). Contexts nest: each remembers its parent and the
  * locks it acquired. An acquisition inside a context reenters when the context or one of its ancestors
- * holds that lock; otherwise it is owned by the innermost context. Outside any context, each lock object
- * is its own owner.
+ * holds that lock; otherwise it is owned by the innermost context. Outside any context, each acquisition
+ * gets a detached context of its own (see `RLock`): a lock object then behaves as a mutex.
  */
 export interface LockContext {
   /** Random id, the second half of the owner id `clientId:contextId`. */
@@ -16,6 +16,30 @@ export interface LockContext {
   readonly parent: LockContext | undefined;
   /** The locks this context acquired, by `clientId + ' ' + key`. */
   readonly holds: Map<string, Hold>;
+  /** True for the owner of one acquisition made outside any context (never entered, never reused by another call). */
+  readonly detached: boolean;
+  /**
+   * Locks (by hold key) for which an acquisition attempt of this owner failed ambiguously (its reply was
+   * lost: Redis may have granted it) and no later answer settled it. The owner's next acquisition of the
+   * lock adopts such a grant instead of adding a hold (see `RLock.acquireAs`).
+   */
+  unsettled?: Map<string, Unsettled>;
+  /** Acquisition attempts of this owner in flight, by hold key: an unlock of the owner waits for them. */
+  flights?: Map<string, Flights>;
+}
+
+/** A lock left unsettled for an owner by a lost reply (see `LockContext.unsettled`). */
+export interface Unsettled {
+  /** Monotonic ms after which a grant of the lost attempt has expired. */
+  until: number;
+  /** An attempt that adopts such a grant (guard armed) was sent since. */
+  tried: boolean;
+}
+
+/** Attempts in flight (sent, their outcome not yet recorded), and the unlocks waiting until there are none. */
+export interface Flights {
+  count: number;
+  readonly idle: Array<() => void>;
 }
 
 /** A lock held by a context: how many times, and since when (monotonic ms, for the hold-time log). */
@@ -44,9 +68,9 @@ export function newId(): string {
   return (sequence++).toString(36);
 }
 
-/** A context that is not entered; lock objects use one as their owner outside any context. */
+/** A context that is not entered: the owner of one acquisition made outside any context. */
 export function detachedContext(): LockContext {
-  return { id: newId(), parent: undefined, holds: new Map() };
+  return { id: newId(), parent: undefined, holds: new Map(), detached: true };
 }
 
 /** The innermost context of the caller, if any. */
@@ -59,19 +83,42 @@ export function currentContext(): LockContext | undefined {
  * when the caller's contexts already hold them). Returns what `fn` returns.
  */
 export function runInContext<T>(fn: () => T): T {
-  return storage.run({ id: newId(), parent: storage.getStore(), holds: new Map() }, fn);
+  return storage.run({ id: newId(), parent: storage.getStore(), holds: new Map(), detached: false }, fn);
 }
 
 /**
- * The context that owns (or would own) the lock `holdKey` for the caller: the nearest context up the
- * chain that holds it, else the innermost context, else `fallback`.
+ * The context that owns (or would own) the lock `holdKey` (or `otherKey`, the other side of a read-write
+ * lock) for the caller: the nearest context up the chain that holds it, else the innermost context; none
+ * outside any context.
  */
-export function owningContext(holdKey: string, fallback: LockContext): LockContext {
+export function owningContext(holdKey: string, otherKey?: string): LockContext | undefined {
   const current = storage.getStore();
   for (let ctx = current; ctx; ctx = ctx.parent) {
-    if (ctx.holds.has(holdKey)) return ctx;
+    if (ctx.holds.has(holdKey) || (otherKey !== undefined && ctx.holds.has(otherKey))) return ctx;
   }
-  return current ?? fallback;
+  return current;
+}
+
+/** Counts one more acquisition attempt of `ctx` on `holdKey` in flight; `landed` ends it. */
+export function takeOff(ctx: LockContext, holdKey: string): void {
+  const flights = (ctx.flights ??= new Map<string, Flights>());
+  const f = flights.get(holdKey);
+  if (f) f.count++;
+  else flights.set(holdKey, { count: 1, idle: [] });
+}
+
+/** Ends one attempt counted by `takeOff`; when none is left, the unlocks waiting for them go on. */
+export function landed(ctx: LockContext, holdKey: string): void {
+  const f = ctx.flights?.get(holdKey);
+  if (!f || --f.count > 0) return;
+  ctx.flights!.delete(holdKey);
+  for (const resume of f.idle) resume();
+}
+
+/** Resolves once `ctx` has no acquisition attempt on `holdKey` in flight; undefined (no wait) when it has none. */
+export function allLanded(ctx: LockContext, holdKey: string): Promise<void> | undefined {
+  const f = ctx.flights?.get(holdKey);
+  return f ? new Promise((resolve) => f.idle.push(resolve)) : undefined;
 }
 
 /** Records one more hold, renewed by the watchdog or with a lease. Returns the hold record. */

@@ -31,6 +31,8 @@ export interface Core {
   readonly debug: boolean;
   /** Throws `ClientClosedError` after `shutdown()`. */
   checkOpen(): void;
+  /** Aborted when `shutdown()` starts: background work (a compensating release) stops waiting. */
+  readonly closing: AbortSignal;
 }
 
 /** Throws `ClientClosedError` when `closed` is true. */

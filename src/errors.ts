@@ -37,8 +37,8 @@ export class IllegalMonitorStateError extends RelockError {
 }
 
 /**
- * A held lock (or expirable permit) was lost: its key expired or was deleted, or renewals failed until the
- * lease ran out. It is not thrown by a method: it is the `reason` of a handle's `signal` (`LockHandle`,
+ * A held lock (or expirable permit) was lost: its key expired or was deleted, renewals failed until the
+ * lease ran out, or its client shut down while it was held. It is not thrown by a method: it is the `reason` of a handle's `signal` (`LockHandle`,
  * `PermitHandle`, the `AbortSignal` given to `withLock`'s function) and the `error` of the client's
  * `lockLost` event.
  */
@@ -47,14 +47,15 @@ export class LockLostError extends RelockError {
     /** The name of the lock (or expirable semaphore) that was lost, as given to its factory. */
     readonly lockName: string,
     /**
-     * Why: `'expired'`, a renewal found the hold gone from Redis (it expired while this process was
+     * Why: `'expired'`, a renewal (or the hold's own unlock) found the hold gone from Redis (it expired while this process was
      * paused, was deleted or force-unlocked, or Redis lost it in a restart or failover); `'renewal-failed'`,
      * renewals kept failing (see `cause`) until the lease ran out; `'renewal-late'`, the watchdog's lease
      * ran out before a renewal could even be sent (this process was paused or its event loop blocked past
      * the lease); `'lease-ended'`, an explicit lease ran out (the handle's own timer: no `lockLost` event
-     * for these, the lease was the caller's choice).
+     * for these, the lease was the caller's choice); `'shutdown'`, the `LockClient` was shut down while the
+     * hold was live (nothing renews it or can release it any more: its key stays until its lease ends).
      */
-    readonly reason: 'expired' | 'renewal-failed' | 'renewal-late' | 'lease-ended',
+    readonly reason: 'expired' | 'renewal-failed' | 'renewal-late' | 'lease-ended' | 'shutdown',
     options?: { cause?: unknown },
   ) {
     super('LOCK_LOST', `lock "${lockName}" was lost (${reason})`, options);

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Redis as IORedis } from 'ioredis';
 import { createClient as createClientV5 } from 'redis-v5';
-import { createLockClient, InvalidArgumentError, RedisUnavailableError } from '../src/index.js';
+import { createLockClient, InvalidArgumentError, RedisUnavailableError, runInContext } from '../src/index.js';
 import { activeTimers, connect, keys, numsub, sleep, uniqueName, waitUntil, type Redis } from './support/helpers.js';
 import { freePort, startRedis, type RedisServer } from './support/redis.js';
 
@@ -50,11 +50,13 @@ describe('createLockClient', () => {
     const client = createLockClient({ redis, keyPrefix: prefix, lockWatchdogTimeout: 600 });
     const names = Array.from({ length: 5 }, () => uniqueName());
     for (const name of names) {
-      const lock = client.getLock(name);
-      await lock.lock();
-      await lock.tryLock(0, 5, 's');
-      await lock.unlock();
-      await lock.unlock();
+      await runInContext(async () => {
+        const lock = client.getLock(name);
+        await lock.lock();
+        await lock.tryLock(0, 5, 's');
+        await lock.unlock();
+        await lock.unlock();
+      });
     }
     const held = client.getLock(uniqueName());
     await held.lock();

@@ -1,6 +1,7 @@
 /** The topology-independent core suites (test/shared/) on a standalone Redis; test/cluster/ runs them on a Cluster. */
 import { familyCoreTests } from './shared/family-core.js';
 import { lockCoreTests } from './shared/lock-core.js';
+import { ownershipCoreTests } from './shared/ownership-core.js';
 import type { Topology } from './shared/topology.js';
 import { useRedis } from './support/harness.js';
 import { lockClient, numsub } from './support/helpers.js';
@@ -15,3 +16,4 @@ const topology = (): Topology => ({
 
 lockCoreTests(topology);
 familyCoreTests(topology);
+ownershipCoreTests(topology);

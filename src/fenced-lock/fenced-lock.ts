@@ -37,8 +37,8 @@ export class FencedLock extends RLock {
    */
   async lockAndGetToken(leaseTime?: number, unit?: TimeUnit): Promise<bigint> {
     const lease = leaseTime === undefined ? undefined : leaseMillis(leaseTime, requireUnit(unit));
-    const grant = await this.acquireAs(this.context(), Infinity, lease, undefined);
-    return grant!.token!;
+    const taken = await this.acquireForCaller(Infinity, lease, undefined);
+    return taken!.grant.token!;
   }
 
   /**
@@ -51,8 +51,8 @@ export class FencedLock extends RLock {
   tryLockAndGetToken(waitTime: number, leaseTime: number, unit: TimeUnit): Promise<bigint | undefined>;
   async tryLockAndGetToken(waitTime?: number, leaseOrUnit?: number | TimeUnit, unit?: TimeUnit): Promise<bigint | undefined> {
     const [wait, lease] = tryLockTimes(waitTime, leaseOrUnit, unit);
-    const grant = await this.acquireAs(this.context(), wait, lease, undefined);
-    return grant?.token;
+    const taken = await this.acquireForCaller(wait, lease, undefined);
+    return taken?.grant.token;
   }
 
   /**

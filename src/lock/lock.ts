@@ -1,21 +1,25 @@
-import { detachedContext, outsideContexts, owningContext, recordAcquired, recordReleased, releasedRenewed, type LockContext } from '../context.js';
+import { pause } from '../backoff.js';
+import { allLanded, detachedContext, landed, owningContext, recordAcquired, recordReleased, releasedRenewed, takeOff, type LockContext, type Unsettled } from '../context.js';
 import type { Core } from '../core.js';
-import { IllegalMonitorStateError, InvalidArgumentError, LockAcquireTimeoutError, LockLostError } from '../errors.js';
+import { ClientClosedError, IllegalMonitorStateError, InvalidArgumentError, LockAcquireTimeoutError, RedisUnavailableError } from '../errors.js';
 import { auxName, mainKey } from '../keys.js';
 import type { WakeRule } from '../pubsub/channels.js';
 import { waitFor, type Attempt } from '../pubsub/wait.js';
 import { checkOptions, leaseMillis, monotonic, optionLease, optionWait, waitMillis, type TimeUnit } from '../time.js';
-import { clockDriftMs, type Renewal, type RenewalKind } from '../watchdog/watchdog.js';
+import type { Renewal, RenewalKind } from '../watchdog/watchdog.js';
 import { LockHandle } from './handle.js';
 import { ACQUIRE, FORCE_UNLOCK, RENEW, UNLOCK } from './scripts.js';
 
 /**
  * @internal RLock's protected steps, for the objects that drive RLocks as members (MultiLock, RedLock):
- * they resolve the caller's owner once, acquire with an abort signal and get the grant's send time,
- * release by owner, build member handles and set a final lease. Not exported from the package.
+ * they resolve the caller's owner once (outside any context, a new owner per member and call), acquire
+ * with an abort signal and get the grant's send time, release by owner, build member handles, set a
+ * final lease, and give up an owner the call no longer uses. Not exported from the package.
  */
 export interface MemberSteps {
   context(lock: RLock): LockContext;
+  /** The call is over and `ctx` holds nothing of `lock` through it: see `RLock.abandonOwner`. */
+  abandon(lock: RLock, ctx: LockContext): void;
   acquire(lock: RLock, ctx: LockContext, waitMs: number, leaseMs: number | undefined, signal: AbortSignal | undefined): Promise<Grant | undefined>;
   release(lock: RLock, ctx: LockContext): Promise<void>;
   handle(lock: RLock, ctx: LockContext, grant: Grant, leaseMs: number | undefined): LockHandle;
@@ -53,13 +57,38 @@ export interface AcquireOptions {
 }
 
 /**
- * Guards retries of an acquisition against a lost reply: `before` is the owner's hold count before it;
- * once an attempt failed ambiguously, later attempts ask the script not to add a second hold.
+ * One acquisition call in progress, and its guard against lost replies: `before` is the owner's hold
+ * count before it; once an attempt failed ambiguously (or an earlier call of the owner left the lock
+ * unsettled, see `LockContext.unsettled`), attempts ask the script not to add a second hold.
  */
-export interface AcquireGuard {
+interface Acquisition {
+  readonly ctx: LockContext;
+  readonly owner: string;
+  /** Lease in ms (the watchdog's when none was given). */
+  readonly lease: number;
   readonly before: number;
   armed: boolean;
+  /** Attempts sent. */
+  sent: number;
+  /** An attempt is in flight and counted in `ctx.flights` (context owners only). */
+  flying: boolean;
+  /** The call is over: replies of attempts it gave up on no longer say anything about it. */
+  done: boolean;
 }
+
+/** A hold of one contextless acquisition of a lock object, not yet released. */
+interface Contextless {
+  /** Its owner: a detached context of its own. */
+  readonly ctx: LockContext;
+  /** Monotonic ms after which its lease has ended; Infinity while the watchdog renews it. */
+  readonly until: number;
+  /** An `unlock()` is releasing it. */
+  releasing: boolean;
+}
+
+/** First and longest pause (ms) between tries of a compensating release while Redis is unreachable. */
+const UNDO_RETRY_MS = 100;
+const UNDO_RETRY_CAP_MS = 2000;
 
 /** What an acquisition attempt got: the send time of the granting attempt (its lease counts from there). */
 export interface Grant {
@@ -85,19 +114,31 @@ const WAKE_ONE = (): number => 1;
  * transient unlock latches `relock:unlock:{name}:<requestId>`; channel `relock:channel:{name}` (an
  * unlock publishes `0` there; on Redis Cluster with sharded pub/sub). All share the name's hash tag.
  *
- * Ownership: inside a context (`runInContext`, `withLock`) the owner is the context that holds the
- * lock or, for a new acquisition, the innermost context; outside any context this object is the owner.
- * So concurrent tasks that share one context, or one lock object outside any context, are one owner and
- * reenter each other's hold: give each task its own context (`withLock`, `runInContext`). Create lock
- * objects with `LockClient.getLock(name)`; each call returns a new object.
+ * Ownership inside a context (`runInContext`, `withLock`, a per-request context from middleware), as
+ * Redisson's per-thread ownership: the owner is the context that holds the lock or, for a new acquisition,
+ * the innermost context, and an owner that takes the lock again reenters (its hold count rises). Concurrent
+ * tasks that share one context share that owner: give each task its own context.
+ *
+ * Outside any context a lock object behaves as a mutex, so that one object shared by concurrent tasks
+ * (hoisted to module scope, called from request handlers) still lets one task in at a time: each
+ * acquisition is an owner of its own, never reentrant (the same object locked twice in a row waits for
+ * itself, as any mutex; `tryLock(w)` then returns false after `w`), and waits behind the current holder.
+ * `unlock()` outside a context releases this object's current contextless holder (for a read lock, one of
+ * its contextless read holds, the oldest), whichever task calls it: a task whose hold was lost (its lease
+ * ran out) and that unlocks late releases the next holder's hold. A handle from `acquire()` releases
+ * exactly its own hold from anywhere. `getHoldCount()` and `isHeldByCurrentContext()` outside a context
+ * count this object's contextless holds still in Redis. Create lock objects with `LockClient.getLock(name)`;
+ * each call returns a new object.
  */
 export class RLock {
   /** The Redis key of the lock hash. */
   readonly key: string;
   /** The channel unlocks are published on. */
   readonly channel: string;
-  /** The owner used outside any context. */
-  private readonly own: LockContext = detachedContext();
+  /** This object's contextless holds not yet released, oldest first (see the class description). */
+  private contextless: Contextless[] = [];
+  /** A grant to a new owner proves every other owner's hold gone (every lock but the read lock). */
+  protected readonly exclusive: boolean = true;
   /** This lock's entry in a context's holds (`clientId + ' ' + key`; the read and write locks of one read-write lock differ). */
   protected readonly holdKey: string;
   private readonly latchPrefix: string;
@@ -106,7 +147,8 @@ export class RLock {
 
   static {
     memberSteps = {
-      context: (lock) => lock.context(),
+      context: (lock) => lock.acquiringContext(),
+      abandon: (lock, ctx) => lock.abandonOwner(ctx),
       acquire: (lock, ctx, waitMs, leaseMs, signal) => lock.acquireAs(ctx, waitMs, leaseMs, signal),
       release: (lock, ctx) => lock.unlockAs(ctx),
       handle: (lock, ctx, grant, leaseMs) => lock.handle(ctx, grant, leaseMs),
@@ -136,14 +178,16 @@ export class RLock {
   /**
    * Acquires the lock, waiting as long as it takes (Redisson's `RLock.lock()` / `lock(leaseTime, unit)`).
    * Without `leaseTime` the lock lives `lockWatchdogTimeout` and the watchdog renews it until unlocked;
-   * with it, the lock expires `leaseTime` after the acquisition and is not renewed. Reentrant: the
-   * owner's hold count rises by one, and the lock's TTL is reset to this acquisition's lease (as in
-   * Redisson). Resolves once held. Throws `InvalidArgumentError` (bad time or unit),
-   * `WrongTypeError` (the key holds another type), `RedisUnavailableError`, `ClientClosedError`.
+   * with it, the lock expires `leaseTime` after the acquisition and is not renewed. Reentrant inside a
+   * context: the owner's hold count rises by one, and the lock's TTL is raised to this acquisition's lease
+   * if it was shorter. Outside any context it is not reentrant (see the class description): called twice
+   * on one object without an unlock in between, the second call waits for the first hold (a
+   * self-deadlock, as with any mutex). Resolves once held. Throws `InvalidArgumentError` (bad time or
+   * unit), `WrongTypeError` (the key holds another type), `RedisUnavailableError`, `ClientClosedError`.
    */
   async lock(leaseTime?: number, unit?: TimeUnit): Promise<void> {
     const lease = leaseTime === undefined ? undefined : leaseMillis(leaseTime, requireUnit(unit));
-    await this.acquireAs(this.context(), Infinity, lease, undefined);
+    await this.acquireForCaller(Infinity, lease, undefined);
   }
 
   /**
@@ -151,16 +195,19 @@ export class RLock {
    * `tryLock(waitTime, unit)` waits up to `waitTime` with the watchdog; `tryLock(waitTime, leaseTime,
    * unit)` waits up to `waitTime` and holds for `leaseTime` without the watchdog (`-1` = watchdog).
    * A wait time of 0 makes exactly one attempt. Waiting is woken by the unlock message, with a timer on
-   * the holder's TTL as fallback. Resolves to true when acquired, false when the lock stayed busy.
+   * the holder's TTL as fallback. Resolves to true when acquired, false when the lock stayed busy (outside
+   * any context, also when this object already holds it: see the class description).
    * Throws `InvalidArgumentError`, `WrongTypeError`, `RedisUnavailableError` (Redis unreachable for
-   * the whole wait or the retry policy), `ClientClosedError`.
+   * the whole wait or the retry policy; when its reply was lost, the grant is adopted by the owner's next
+   * acquisition, or released in the background once Redis answers again for an owner outside any context),
+   * `ClientClosedError`.
    */
   tryLock(): Promise<boolean>;
   tryLock(waitTime: number, unit: TimeUnit): Promise<boolean>;
   tryLock(waitTime: number, leaseTime: number, unit: TimeUnit): Promise<boolean>;
   async tryLock(waitTime?: number, leaseOrUnit?: number | TimeUnit, unit?: TimeUnit): Promise<boolean> {
     const [wait, lease] = tryLockTimes(waitTime, leaseOrUnit, unit);
-    return (await this.acquireAs(this.context(), wait, lease, undefined)) !== undefined;
+    return (await this.acquireForCaller(wait, lease, undefined)) !== undefined;
   }
 
   /**
@@ -176,21 +223,32 @@ export class RLock {
     const wait = optionWait(options);
     const lease = optionLease(options);
     options.signal?.throwIfAborted();
-    const ctx = this.context();
-    const grant = await this.acquireAs(ctx, wait, lease, options.signal);
-    if (!grant) throw new LockAcquireTimeoutError(this.name, wait);
-    return this.handle(ctx, grant, lease);
+    const taken = await this.acquireForCaller(wait, lease, options.signal);
+    if (!taken) throw new LockAcquireTimeoutError(this.name, wait);
+    return this.handle(taken.ctx, taken.grant, lease);
   }
 
   /**
    * Releases one hold of the caller (Redisson's `RLock.unlock()`): the hold count drops by one, and at
    * zero the lock is deleted and waiters are woken. The watchdog stops renewing at once, before Redis
-   * answers. A retry after a lost reply replays the first answer (unlock latch). Throws
-   * `IllegalMonitorStateError` when the caller does not hold the lock (including after its lease
-   * expired: a new holder's lock is left alone), `RedisUnavailableError`, `ClientClosedError`.
+   * answers. A retry after a lost reply replays the first answer (unlock latch). Inside a context it
+   * releases the context's hold; outside any context, this object's current contextless holder's (see the
+   * class description). Throws `IllegalMonitorStateError` when the caller does not hold the lock
+   * (including after its lease expired: a new holder's lock is left alone; a hold renewed by the watchdog
+   * that is found gone this way is also reported by `lockLost`), `RedisUnavailableError`,
+   * `ClientClosedError`.
    */
-  unlock(): Promise<void> {
-    return this.unlockAs(this.context());
+  async unlock(): Promise<void> {
+    const ctx = this.context();
+    if (ctx) return this.unlockAs(ctx);
+    const held = this.contextless.find((c) => !c.releasing);
+    if (!held) return this.unlockAs(detachedContext());
+    held.releasing = true;
+    try {
+      await this.unlockAs(held.ctx);
+    } finally {
+      held.releasing = false;
+    }
   }
 
   /**
@@ -219,19 +277,25 @@ export class RLock {
   }
 
   /**
-   * Whether the caller's owner (see the class description) holds the lock (`HEXISTS`; Redisson's
-   * `isHeldByCurrentThread`). Throws `WrongTypeError`, `RedisUnavailableError`, `ClientClosedError`.
+   * Whether the caller's owner holds the lock (`HEXISTS`; Redisson's `isHeldByCurrentThread`); outside any
+   * context, whether one of this object's contextless acquisitions still holds it (`HMGET`; see the class
+   * description). Throws `WrongTypeError`, `RedisUnavailableError`, `ClientClosedError`.
    */
   async isHeldByCurrentContext(): Promise<boolean> {
-    return Number(await this.read(['HEXISTS', this.key, this.ownerOf(this.context())])) === 1;
+    return (await this.getHoldCount()) > 0;
   }
 
   /**
-   * The caller's hold count (`HGET`), 0 when it does not hold the lock. Throws `WrongTypeError`,
-   * `RedisUnavailableError`, `ClientClosedError`.
+   * The caller's hold count (`HGET`), 0 when it does not hold the lock; outside any context, the holds of
+   * this object's contextless acquisitions still in Redis (`HMGET`: 0 or 1, except for a read lock). Throws
+   * `WrongTypeError`, `RedisUnavailableError`, `ClientClosedError`.
    */
   async getHoldCount(): Promise<number> {
-    return Number((await this.read(['HGET', this.key, this.ownerOf(this.context())])) ?? 0);
+    const ctx = this.context();
+    if (ctx) return Number((await this.read(['HGET', this.key, this.ownerOf(ctx)])) ?? 0);
+    const owners = (this.contextless.length > 0 ? this.contextless.map((c) => c.ctx) : [detachedContext()]).map((c) => this.ownerOf(c));
+    const counts = (await this.read(['HMGET', this.key, ...owners])) as Array<string | null>;
+    return counts.reduce((sum, count) => sum + Number(count ?? 0), 0);
   }
 
   /**
@@ -242,39 +306,138 @@ export class RLock {
     return Number(await this.read(['PTTL', this.key]));
   }
 
-  /** The context that owns (or would own) this lock for the caller. */
-  protected context(): LockContext {
-    return owningContext(this.holdKey, this.own);
+  /**
+   * The context that owns (or would own) this lock for the caller: the nearest one up the caller's chain
+   * that holds it, else the innermost; undefined outside any context.
+   */
+  protected context(): LockContext | undefined {
+    return owningContext(this.holdKey);
+  }
+
+  /** The owner of a new acquisition by the caller: its context, or outside any context a new one. */
+  protected acquiringContext(): LockContext {
+    return this.context() ?? detachedContext();
+  }
+
+  /**
+   * Acquires for the caller (`acquiringContext`): resolves to the owner and the grant, or undefined when
+   * the wait ran out. An owner made for this call alone is abandoned when it got nothing.
+   */
+  protected async acquireForCaller(waitMs: number, leaseMs: number | undefined, signal: AbortSignal | undefined): Promise<{ ctx: LockContext; grant: Grant } | undefined> {
+    const ctx = this.acquiringContext();
+    let grant: Grant | undefined;
+    try {
+      grant = await this.acquireAs(ctx, waitMs, leaseMs, signal);
+    } finally {
+      if (!grant) this.abandonOwner(ctx);
+    }
+    return grant && { ctx, grant };
+  }
+
+  /**
+   * `ctx` will make no more acquisitions of this lock. When it is a detached owner (one contextless call,
+   * or one member of a group call) whose attempt's reply was lost, so that Redis may hold a grant nobody
+   * knows of, that grant is released in the background, retried until Redis answers or its lease ends.
+   * A context owner keeps its unsettled mark instead: its next acquisition adopts the grant.
+   */
+  protected abandonOwner(ctx: LockContext): void {
+    const mark = ctx.detached ? ctx.unsettled?.get(this.holdKey) : undefined;
+    if (!mark) return;
+    ctx.unsettled!.delete(this.holdKey);
+    if (mark.until > monotonic()) void this.undo(this.ownerOf(ctx), mark.until);
   }
 
   protected ownerOf(ctx: LockContext): string {
     return `${this.core.id}:${ctx.id}`;
   }
 
-  /** One acquisition attempt, with retries of transient failures and the guard against lost replies. */
-  protected async attempt(owner: string, leaseMs: number, guard: AcquireGuard, deadline: number | undefined, signal: AbortSignal | undefined): Promise<Attempt<Grant>> {
+  /**
+   * One acquisition attempt, with retries of transient failures and the guard against lost replies. While
+   * it is in flight, unlocks of the owner wait (`ctx.flights`); a granting attempt stays in flight until
+   * `acquireAs` has recorded the hold. An ambiguous failure marks the lock unsettled for the owner (the
+   * grant may be in Redis); a definite answer of the latest attempt settles it.
+   */
+  private async attempt(acq: Acquisition, deadline: number | undefined, signal: AbortSignal | undefined): Promise<Attempt<Grant>> {
     this.core.checkOpen();
+    const { ctx, owner } = acq;
     let sentAt = 0;
-    const result = await this.core.executor.run(
-      'lock.acquire',
-      async () => {
-        sentAt = monotonic();
-        const result = await this.runAcquire(owner, String(leaseMs), guard.armed ? String(guard.before) : '');
-        if (result.granted && this.core.replicaSync) await this.confirmReplicated(owner);
-        return result;
-      },
-      {
-        idempotent: true,
-        deadline,
-        signal,
-        expects: { key: this.key, type: 'hash' },
-        onAmbiguous: () => (guard.armed = true),
-        onLateResults: (results) => {
-          if (results.some((r) => r.granted)) void this.undo(owner);
+    // Only an unlock by a context owner can race with its acquisition (a contextless unlock releases a
+    // granted hold), so detached owners skip the count.
+    if (!ctx.detached) {
+      takeOff(ctx, this.holdKey);
+      acq.flying = true;
+    }
+    let result: AcquireResult;
+    try {
+      result = await this.core.executor.run(
+        'lock.acquire',
+        async () => {
+          const n = ++acq.sent;
+          sentAt = monotonic();
+          const guard = acq.armed ? String(acq.before) : '';
+          const mark = acq.armed ? this.unsettled(ctx) : undefined;
+          if (mark) mark.tried = true;
+          const result = await this.runAcquire(owner, String(acq.lease), guard);
+          if (result.granted && this.core.replicaSync) await this.confirmReplicated(owner);
+          // The latest attempt found the lock busy: no earlier attempt's grant is in Redis.
+          if (!result.granted && !acq.done && n === acq.sent) this.settle(ctx);
+          return result;
         },
-      },
-    );
-    return result.granted ? { acquired: true, value: { sentAt, token: result.token } } : { acquired: false, retryAfterMs: result.ttl };
+        {
+          idempotent: true,
+          deadline,
+          signal,
+          expects: { key: this.key, type: 'hash' },
+          onAmbiguous: () => {
+            acq.armed = true;
+            this.unsettle(ctx, sentAt + acq.lease);
+          },
+          onLateResults: (results) => {
+            // A grant that went through after the call gave up: undo it, unless the lock is unsettled and
+            // an attempt that adopts such a grant (armed guard) was sent since; the mark then stays until
+            // the owner adopts it or, abandoned, releases it.
+            if (!results.some((r) => r.granted)) return;
+            const mark = this.unsettled(ctx);
+            if (mark?.tried) return;
+            if (mark) this.settle(ctx);
+            void this.undo(owner, monotonic() + acq.lease);
+          },
+        },
+      );
+    } catch (error) {
+      this.land(acq);
+      throw error;
+    }
+    if (!result.granted) {
+      this.land(acq);
+      return { acquired: false, retryAfterMs: result.ttl };
+    }
+    this.settle(ctx);
+    return { acquired: true, value: { sentAt, token: result.token } };
+  }
+
+  /** The owner's unsettled mark on this lock (see `LockContext.unsettled`), if any. */
+  private unsettled(ctx: LockContext): Unsettled | undefined {
+    return ctx.unsettled?.get(this.holdKey);
+  }
+
+  /** Marks the lock unsettled for `ctx` (a grant may be in Redis) until `until` (monotonic ms). */
+  private unsettle(ctx: LockContext, until: number): void {
+    const mark = this.unsettled(ctx);
+    if (mark) mark.until = Math.max(mark.until, until);
+    else (ctx.unsettled ??= new Map<string, Unsettled>()).set(this.holdKey, { until, tried: false });
+  }
+
+  /** The owner knows the lock's state again: a grant was recorded, or its latest attempt found the lock busy. */
+  private settle(ctx: LockContext): void {
+    ctx.unsettled?.delete(this.holdKey);
+  }
+
+  /** Ends the attempt in flight of `acq`, if any. */
+  private land(acq: Acquisition): void {
+    if (!acq.flying) return;
+    acq.flying = false;
+    landed(acq.ctx, this.holdKey);
   }
 
   /**
@@ -308,7 +471,12 @@ export class RLock {
     });
   }
 
-  /** Acquires for `ctx`'s owner; registers the watchdog first and records the hold in `ctx`. */
+  /**
+   * Acquires for `ctx`'s owner; registers the watchdog first and records the hold in `ctx` (and, for a
+   * detached owner, among this object's contextless holds). When an earlier call of the owner left the
+   * lock unsettled (a lost reply), the guard is armed from the first attempt: a grant of that call still
+   * in Redis is adopted as this acquisition.
+   */
   protected async acquireAs(ctx: LockContext, waitMs: number, leaseMs: number | undefined, signal: AbortSignal | undefined): Promise<Grant | undefined> {
     const { core } = this;
     core.checkOpen();
@@ -316,18 +484,43 @@ export class RLock {
     const started = monotonic();
     const renewal = leaseMs === undefined ? this.reserveRenewal(owner) : undefined;
     const lease = leaseMs ?? core.watchdog.leaseMs;
-    const guard: AcquireGuard = { before: ctx.holds.get(this.holdKey)?.count ?? 0, armed: false };
+    const mark = this.unsettled(ctx);
+    if (mark && mark.until <= started) this.settle(ctx);
+    const acq: Acquisition = { ctx, owner, lease, before: ctx.holds.get(this.holdKey)?.count ?? 0, armed: mark !== undefined && mark.until > started, sent: 0, flying: false, done: false };
     let grant: Grant | undefined;
+    let holds = 0;
     try {
-      grant = await this.waitForLock(waitMs, signal, (deadline) => this.attempt(owner, lease, guard, deadline, signal), owner);
+      grant = await this.waitForLock(waitMs, signal, (deadline) => this.attempt(acq, deadline, signal), owner);
+      if (grant) {
+        if (renewal) core.watchdog.confirm(renewal, grant.sentAt);
+        holds = recordAcquired(ctx, this.holdKey, leaseMs === undefined, monotonic()).count;
+        if (ctx.detached) this.remember(ctx, leaseMs === undefined ? Infinity : grant.sentAt + leaseMs);
+      }
     } finally {
+      acq.done = true;
       if (renewal && !grant) core.watchdog.abandon(renewal);
+      this.land(acq);
     }
     if (!grant) return undefined;
-    if (renewal) core.watchdog.confirm(renewal, grant.sentAt);
-    const hold = recordAcquired(ctx, this.holdKey, leaseMs === undefined, monotonic());
-    if (core.debug) core.log.debug({ lock: this.name, owner, holds: hold?.count, waitMs: Math.round(monotonic() - started), leaseMs: leaseMs ?? 'watchdog' }, 'lock acquired');
+    if (core.debug) core.log.debug({ lock: this.name, owner, holds, waitMs: Math.round(monotonic() - started), leaseMs: leaseMs ?? 'watchdog' }, 'lock acquired');
     return grant;
+  }
+
+  /**
+   * Adds a contextless hold to this object's list. A grant to a new owner of an exclusive lock proves the
+   * older contextless holds gone (their leases ran out, or they were deleted): they are dropped, so that
+   * `unlock()` releases the current holder. For the read lock, holds known to have ended are dropped.
+   */
+  private remember(ctx: LockContext, until: number): void {
+    const now = monotonic();
+    this.contextless = this.exclusive ? [] : this.contextless.filter((c) => c.releasing || (c.until > now && (c.until < Infinity || this.core.watchdog.get(this.key, this.ownerOf(c.ctx)) !== undefined)));
+    this.contextless.push({ ctx, until, releasing: false });
+  }
+
+  /** Removes `ctx` from this object's contextless holds (it holds nothing any more). */
+  private forget(ctx: LockContext): void {
+    const i = this.contextless.findIndex((c) => c.ctx === ctx);
+    if (i >= 0) this.contextless.splice(i, 1);
   }
 
   /**
@@ -345,12 +538,21 @@ export class RLock {
    * Releases one hold of `ctx`'s owner: the innermost one, or one of the kind `renewed` (true: renewed by
    * the watchdog, false: with a lease) when a handle knows it. Only releasing a renewed hold takes one
    * count off the watchdog's, so releasing an inner leased hold never stops renewing an outer one.
+   * An unlock issued while an acquisition attempt of the same owner is in flight first waits for that
+   * attempt's outcome to be recorded (Redis runs the two in that order too), so that a grant it releases is
+   * never renewed or reported lost afterwards. When Redis answers that the owner held nothing although the
+   * watchdog was renewing its last hold (the unlock ran before the watchdog could notice the loss, as when
+   * a blocked event loop resumes past the lease), the hold is reported lost (`lockLost`, and `controller`,
+   * the releasing handle's signal, aborts) before `IllegalMonitorStateError` is thrown.
    */
-  protected async unlockAs(ctx: LockContext, renewed?: boolean): Promise<void> {
+  protected async unlockAs(ctx: LockContext, renewed?: boolean, controller?: AbortController): Promise<void> {
     const { core } = this;
+    const inFlight = allLanded(ctx, this.holdKey);
+    if (inFlight) await inFlight;
     const owner = this.ownerOf(ctx);
     const kind = releasedRenewed(ctx, this.holdKey, renewed);
-    if (kind) core.watchdog.release(this.key, owner);
+    const releasedAt = monotonic();
+    const released = kind ? core.watchdog.release(this.key, owner) : undefined;
     core.checkOpen();
     const latch = core.latches.next(this.latchPrefix);
     let reply: unknown;
@@ -361,9 +563,12 @@ export class RLock {
     }
     if (reply === null) {
       recordReleased(ctx, this.holdKey, kind, true);
+      if (ctx.detached) this.forget(ctx);
+      if (released) core.watchdog.reportLost(released, releasedAt, controller);
       throw new IllegalMonitorStateError(this.name, owner);
     }
     const hold = recordReleased(ctx, this.holdKey, kind);
+    if (ctx.detached && !ctx.holds.has(this.holdKey)) this.forget(ctx);
     if (core.debug && Number(reply) === 1) {
       core.log.debug({ lock: this.name, owner, holdMs: hold ? Math.round(monotonic() - hold.since) : undefined }, 'lock released');
     }
@@ -407,41 +612,53 @@ export class RLock {
     try {
       await this.core.replicaSync!.confirm(this.key);
     } catch (error) {
-      await this.undo(owner);
+      await this.undo(owner, 0);
       throw error;
     }
   }
 
-  /** Undoes an acquisition that went through after its caller gave up. */
-  private async undo(owner: string): Promise<void> {
-    const latch = this.core.latches.next(this.latchPrefix);
+  /**
+   * Releases one hold of `owner` that went through without its caller knowing (a grant that came after
+   * the call gave up, or whose reply was lost), retrying while Redis is unreachable until `until`
+   * (monotonic ms: the hold has expired by then) or the client shuts down. Retries replay the first
+   * answer (one unlock latch), so at most one hold is released.
+   */
+  private async undo(owner: string, until: number): Promise<void> {
+    const { core } = this;
+    const latch = core.latches.next(this.latchPrefix);
+    let attempts = 0;
     try {
-      await this.core.executor.run('lock.unlock', (attempt) => this.runUnlock(owner, latch, attempt), { idempotent: true });
-    } catch (error) {
-      this.core.log.warn({ lock: this.name, owner, err: error }, 'could not undo a late acquisition; it expires with its lease');
+      for (let delay = UNDO_RETRY_MS; ; delay = Math.min(2 * delay, UNDO_RETRY_CAP_MS)) {
+        try {
+          await core.executor.run('lock.unlock', () => this.runUnlock(owner, latch, ++attempts), { idempotent: true });
+          return;
+        } catch (error) {
+          if (error instanceof ClientClosedError) return;
+          if (!(error instanceof RedisUnavailableError) || monotonic() + delay >= until) {
+            core.log.warn({ lock: this.name, owner, err: error }, 'could not release an acquisition its caller does not know of; it expires with its lease');
+            return;
+          }
+        }
+        await pause(delay, core.closing);
+      }
+    } catch {
+      // Shut down while pausing: the hold expires with its lease.
     } finally {
-      this.core.latches.release(latch);
+      core.latches.release(latch);
     }
   }
 
-  /** Builds the handle of an acquisition by `ctx`. */
+  /** Builds the handle of an acquisition by `ctx`: its signal follows the watchdog, or the explicit lease. */
   protected handle(ctx: LockContext, grant: Grant, leaseMs: number | undefined): LockHandle {
     const owner = this.ownerOf(ctx);
     const controller = new AbortController();
-    let timer: NodeJS.Timeout | undefined;
-    const renewal = leaseMs === undefined ? this.core.watchdog.get(this.key, owner) : undefined;
-    renewal?.controllers.add(controller);
-    if (leaseMs !== undefined) {
-      timer = outsideContexts(() =>
-        // Ends a little before Redis can expire the key (clock drift and late timers), as the watchdog does.
-        setTimeout(() => controller.abort(new LockLostError(this.name, 'lease-ended')), Math.max(0, grant.sentAt + leaseMs - clockDriftMs(leaseMs) - monotonic())),
-      );
-      timer.unref();
-    }
+    const { watchdog } = this.core;
+    const renewal = leaseMs === undefined ? watchdog.attach(this.name, this.key, owner, controller) : undefined;
+    const unwatch = leaseMs === undefined ? undefined : watchdog.watchLease(this.name, this.key, [owner], controller, grant.sentAt, leaseMs);
     return new LockHandle(this.name, owner, controller.signal, leaseMs, grant.token, async () => {
-      if (timer) clearTimeout(timer);
+      unwatch?.();
       renewal?.controllers.delete(controller);
-      await this.unlockAs(ctx, leaseMs === undefined);
+      await this.unlockAs(ctx, leaseMs === undefined, controller);
     });
   }
 

@@ -1,8 +1,8 @@
-import type { LockContext } from '../context.js';
+import { currentContext, type LockContext } from '../context.js';
 import type { Core } from '../core.js';
 import { LockAcquireTimeoutError } from '../errors.js';
 import type { LockHandle } from '../lock/handle.js';
-import { requireUnit, tryLockTimes, type AcquireOptions, type RLock } from '../lock/lock.js';
+import { memberSteps as steps, requireUnit, tryLockTimes, type AcquireOptions, type RLock } from '../lock/lock.js';
 import { checkOptions, leaseMillis, optionLease, optionWait, type TimeUnit } from '../time.js';
 import { checkMembers, contextsOf, groupHandle, groupName, type Holding } from './members.js';
 
@@ -12,11 +12,19 @@ export interface Taken {
   readonly validUntil?: number | undefined;
 }
 
+/** A contextless acquisition of a group object, not yet released: its owner on each member, the members it holds. */
+interface GroupHold {
+  readonly ctxs: readonly LockContext[];
+  readonly held: readonly number[];
+}
+
 /**
  * The front end shared by `MultiLock` and `RedLock` (Redisson's `RedissonRedLock` extends
- * `RedissonMultiLock` the same way): the `lock` / `tryLock` / `acquire` forms over an acquisition
- * algorithm (`take`), and the handle. Ownership is each member's own (the caller's context, or outside any
- * context each member object), resolved once per call.
+ * `RedissonMultiLock` the same way): the `lock` / `tryLock` / `acquire` / `unlock` forms over an
+ * acquisition algorithm (`take`), and the handle. Ownership is each member's own: the caller's context,
+ * resolved once per call; outside any context the group object is a mutex, as `RLock`'s contextless
+ * acquisitions: each call is a new owner on every member (so concurrent calls on one group object exclude
+ * each other), and `unlock()` releases the members held by the object's current contextless holder.
  */
 export abstract class GroupLock {
   /** The member locks, in the order given. */
@@ -25,6 +33,8 @@ export abstract class GroupLock {
   readonly name: string;
   /** Members that must be held for the group to be held: all for a multi-lock, a majority for RedLock. */
   readonly quorum: number;
+  /** This object's current contextless holder, if any (see the class description). */
+  private holder: GroupHold | undefined;
 
   protected constructor(
     protected readonly core: Core,
@@ -50,7 +60,8 @@ export abstract class GroupLock {
    */
   async lock(leaseTime?: number, unit?: TimeUnit): Promise<void> {
     const lease = leaseTime === undefined ? undefined : leaseMillis(leaseTime, requireUnit(unit));
-    await this.take(contextsOf(this.locks), Infinity, lease, undefined);
+    const ctxs = contextsOf(this.locks);
+    this.remember(ctxs, await this.takeAs(ctxs, Infinity, lease, undefined));
   }
 
   /**
@@ -64,7 +75,10 @@ export abstract class GroupLock {
   tryLock(waitTime: number, leaseTime: number, unit: TimeUnit): Promise<boolean>;
   async tryLock(waitTime?: number, leaseOrUnit?: number | TimeUnit, unit?: TimeUnit): Promise<boolean> {
     const [wait, lease] = tryLockTimes(waitTime, leaseOrUnit, unit);
-    return (await this.take(contextsOf(this.locks), wait, lease, undefined)) !== undefined;
+    const ctxs = contextsOf(this.locks);
+    const taken = await this.takeAs(ctxs, wait, lease, undefined);
+    this.remember(ctxs, taken);
+    return taken !== undefined;
   }
 
   /**
@@ -81,8 +95,9 @@ export abstract class GroupLock {
     const lease = optionLease(options);
     options.signal?.throwIfAborted();
     const ctxs = contextsOf(this.locks);
-    const taken = await this.take(ctxs, wait, lease, options.signal);
+    const taken = await this.takeAs(ctxs, wait, lease, options.signal);
     if (!taken) throw new LockAcquireTimeoutError(this.name, wait);
+    const hold = this.remember(ctxs, taken);
     return groupHandle({
       name: this.name,
       locks: this.locks,
@@ -91,12 +106,63 @@ export abstract class GroupLock {
       leaseMs: lease,
       quorum: this.quorum,
       validUntil: lease === undefined ? undefined : taken.validUntil,
-      finish: (members) => this.finish(members),
+      finish: (members) => {
+        if (hold && this.holder === hold) this.holder = undefined;
+        return this.finish(members);
+      },
     });
   }
 
-  /** Releases the caller's hold on the members (see each class for how failures are reported). */
-  abstract unlock(): Promise<void>;
+  /**
+   * Releases the caller's hold on the members (Redisson's `unlock()`): inside a context, one hold of the
+   * context on every member (`RLock.unlock()` of each); outside any context, the members held by this
+   * object's current contextless holder. See each class for how failures are reported.
+   */
+  async unlock(): Promise<void> {
+    const hold = currentContext() ? undefined : this.holder;
+    if (hold) this.holder = undefined;
+    // Inside a context: that context on every member; outside, with no holder: new owners, which hold nothing.
+    const ctxs = hold?.ctxs ?? contextsOf(this.locks);
+    const members = hold?.held ?? this.locks.map((_, i) => i);
+    await this.releaseAll(members.map((i) => steps.release(this.locks[i]!, ctxs[i]!)));
+  }
+
+  /** Waits for member releases and reports their failures (see each class). */
+  protected abstract releaseAll(releases: Array<Promise<void>>): Promise<void>;
+
+  /**
+   * Records a contextless acquisition as this object's current holder. A grant to new owners means the
+   * previous contextless holder no longer held the group (its holds expired or were lost): members it
+   * still held (a RedLock minority) are released in the background. Returns the record.
+   */
+  private remember(ctxs: readonly LockContext[], taken: Taken | undefined): GroupHold | undefined {
+    if (!taken || !ctxs[0]!.detached) return undefined;
+    const previous = this.holder;
+    this.holder = { ctxs, held: taken.holding.held };
+    if (previous) {
+      for (const i of previous.held) {
+        steps.release(this.locks[i]!, previous.ctxs[i]!).catch((err: unknown) => this.core.log.debug({ group: this.name, err }, 'member of a superseded group hold not released'));
+      }
+    }
+    return this.holder;
+  }
+
+  /**
+   * Runs `take` for the owners `ctxs`; afterwards every member the call does not hold gives up its owner
+   * (`memberSteps.abandon`: a grant whose reply was lost is released in the background).
+   */
+  private async takeAs(ctxs: LockContext[], waitMs: number, leaseMs: number | undefined, signal: AbortSignal | undefined): Promise<Taken | undefined> {
+    let taken: Taken | undefined;
+    try {
+      taken = await this.take(ctxs, waitMs, leaseMs, signal);
+      return taken;
+    } finally {
+      const held = new Set(taken?.holding.held);
+      this.locks.forEach((lock, i) => {
+        if (!held.has(i)) steps.abandon(lock, ctxs[i]!);
+      });
+    }
+  }
 
   /** The acquisition algorithm: resolves to what it holds, or undefined when the wait ran out. */
   protected abstract take(ctxs: LockContext[], waitMs: number, leaseMs: number | undefined, signal: AbortSignal | undefined): Promise<Taken | undefined>;

@@ -40,7 +40,10 @@ export function groupName(locks: readonly RLock[]): string {
   return `[${locks.map((l) => l.name).join(', ')}]`;
 }
 
-/** The owner context of the caller on each member (resolved once, so that every round uses the same owners). */
+/**
+ * The owner context of the caller on each member, resolved once so that every round uses the same owners:
+ * the caller's context, or outside any context a new owner per member for this call.
+ */
 export function contextsOf(locks: readonly RLock[]): LockContext[] {
   return locks.map((lock) => steps.context(lock));
 }

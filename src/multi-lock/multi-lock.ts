@@ -53,9 +53,12 @@ type RoundResult =
  * with its own retry policy; the error is thrown when the wait ends. Other errors are thrown at once,
  * after releasing what the round held.
  *
- * Ownership is each member's own: the caller's context (or, outside any context, each member object), so
- * call `unlock()` from the same context or use the handle from `acquire()`. Keys and channels are the
- * members' own; the multi-lock stores nothing. Reentrant through its members.
+ * Ownership is each member's own: the caller's context or, outside any context, a new owner per member
+ * and call (as `RLock`'s contextless acquisitions: concurrent calls on one multi-lock object exclude each
+ * other, and a contextless `unlock()` releases the members held by the object's current contextless
+ * holder, see `GroupLock`). Call `unlock()`
+ * from the same context, or use the handle from `acquire()`. Keys and channels are the members' own; the
+ * multi-lock stores nothing. Reentrant through its members inside a context.
  */
 export class MultiLock extends GroupLock {
   /** @internal Use `LockClient.getMultiLock(...locks)`. */
@@ -64,12 +67,17 @@ export class MultiLock extends GroupLock {
   }
 
   /**
-   * Releases one hold of the caller on every member, in parallel (Redisson's `unlock()`), and waits for
-   * all. Throws the first error after trying every member: `IllegalMonitorStateError` when a member was
-   * not held (never acquired, or its lease expired), `RedisUnavailableError`, `ClientClosedError`.
+   * Releases one hold of the caller on every member, in parallel (Redisson's `unlock()`; outside any
+   * context, this object's current contextless holder's: see `GroupLock`), and waits for all. Throws the
+   * first error after trying every member: `IllegalMonitorStateError` when a member was not held (never
+   * acquired, or its lease expired), `RedisUnavailableError`, `ClientClosedError`.
    */
-  async unlock(): Promise<void> {
-    throwFirst(failures(await Promise.allSettled(this.locks.map((lock) => lock.unlock()))));
+  override unlock(): Promise<void> {
+    return super.unlock();
+  }
+
+  protected async releaseAll(releases: Array<Promise<void>>): Promise<void> {
+    throwFirst(failures(await Promise.allSettled(releases)));
   }
 
   /** Whether the caller holds every member (`HEXISTS` on each). Throws as `RLock.isHeldByCurrentContext`. */

@@ -1,12 +1,12 @@
-import { newId, outsideContexts } from '../context.js';
+import { newId } from '../context.js';
 import type { Core } from '../core.js';
-import { InvalidArgumentError, LockLostError, PermitAcquireTimeoutError, PermitNotHeldError } from '../errors.js';
+import { InvalidArgumentError, PermitAcquireTimeoutError, PermitNotHeldError } from '../errors.js';
 import { auxName, mainKey } from '../keys.js';
 import { waitFor, type Attempt } from '../pubsub/wait.js';
 import { runObjectScript, type ObjectRunOptions, type ObjectScript } from '../redis/object-script.js';
 import { acquireOutcome, permitCount, permitDelta, permitTotal, requireUnit, tookPermits, WAKE_BY_PERMITS } from '../semaphore/permits.js';
-import { checkOptions, leaseMillis, monotonic, optionLease, optionWait, waitMillis, type TimeUnit } from '../time.js';
-import { clockDriftMs, type RenewalKind } from '../watchdog/watchdog.js';
+import { checkOptions, leaseMillis, optionLease, optionWait, waitMillis, type TimeUnit } from '../time.js';
+import type { RenewalKind } from '../watchdog/watchdog.js';
 import { PermitHandle } from './handle.js';
 import { ACQUIRE, ADD_LIMIT, COUNTS, RELEASE, RENEW, SET_LIMIT, TRY_SET_LIMIT, UPDATE_LEASE } from './scripts.js';
 
@@ -315,23 +315,26 @@ export class RPermitExpirableSemaphore {
     }
   }
 
-  /** Builds the handle of a grant; its signal follows the watchdog, or a timer at the end of the lease. */
+  /**
+   * Builds the handle of a grant; its signal follows the watchdog, or the end of the lease (and aborts
+   * with `'shutdown'` when the client shuts down while the permits are held).
+   */
   private handle(grant: Grant, leaseMs: number | undefined): PermitHandle {
     const controller = new AbortController();
-    let timer: NodeJS.Timeout | undefined;
+    const { watchdog } = this.core;
+    let unwatch: (() => void) | undefined;
     const armLease = (from: number, lease: number): void => {
-      if (timer) clearTimeout(timer);
-      timer = outsideContexts(() => setTimeout(() => controller.abort(new LockLostError(this.name, 'lease-ended')), Math.max(0, from + lease - clockDriftMs(lease) - monotonic())));
-      timer.unref();
+      unwatch?.();
+      unwatch = watchdog.watchLease(this.name, this.key, grant.ids, controller, from, lease);
     };
     if (leaseMs === undefined) {
-      for (const id of grant.ids) this.core.watchdog.get(this.key, id)?.controllers.add(controller);
+      for (const id of grant.ids) watchdog.attach(this.name, this.key, id, controller);
     } else {
       armLease(grant.sentAt, leaseMs);
     }
     return new PermitHandle(this.name, grant.ids, controller.signal, leaseMs, {
       release: async () => {
-        if (timer) clearTimeout(timer);
+        unwatch?.();
         const gone = await this.releaseIds(grant.ids);
         if (gone.length > 0) throw this.notHeld(gone);
       },

@@ -1,4 +1,4 @@
-import { currentContext, detachedContext, type LockContext } from '../context.js';
+import { owningContext, type LockContext } from '../context.js';
 import type { Core } from '../core.js';
 import { LockUpgradeError } from '../errors.js';
 import { auxName, mainKey } from '../keys.js';
@@ -19,8 +19,6 @@ const WRITE_SUFFIX = ':write';
 interface Shared {
   readonly leasesKey: string;
   readonly channel: string;
-  /** The owner of both sides outside any context. */
-  readonly own: LockContext;
   readonly readHoldKey: string;
   readonly writeHoldKey: string;
 }
@@ -41,8 +39,11 @@ interface Shared {
  * - Not fair: readers keep entering while the lock is in read mode, so a steady flow of readers can keep
  *   a writer waiting (as in Redisson).
  *
- * Ownership as `RLock`: the owner is the context that already holds either side, else the innermost
- * context; outside any context, the read and write locks of this object share one owner.
+ * Ownership as `RLock`: inside a context the owner is the context that already holds either side, else
+ * the innermost context. Outside any context each acquisition is an owner of its own (see `RLock`): a
+ * contextless write lock is a mutex, contextless read holds are separate readers, and a downgrade (or an
+ * upgrade attempt) needs a context; without one, taking the read lock while this task holds the write
+ * lock waits for itself.
  *
  * Redis keys (one slot): the hash `keyPrefix + name` (`mode` → `read` | `write`, `<owner>` → read holds,
  * `<owner>:write` → write holds) and `relock:leases:{name}` (ZSET, one member per hold → its deadline in
@@ -65,7 +66,6 @@ export class RReadWriteLock {
     const shared: Shared = {
       leasesKey: auxName(core.keyPrefix, 'leases', this.key),
       channel: auxName(core.keyPrefix, 'rwlock', this.key),
-      own: detachedContext(),
       readHoldKey: `${core.id} ${this.key} read`,
       writeHoldKey: `${core.id} ${this.key} write`,
     };
@@ -140,14 +140,9 @@ abstract class ReadWriteSide extends RLock {
     return deleted;
   }
 
-  /** The context that already holds either side, else the innermost context, else the shared owner. */
-  protected override context(): LockContext {
-    const { readHoldKey, writeHoldKey, own } = this.shared;
-    const current = currentContext();
-    for (let ctx = current; ctx; ctx = ctx.parent) {
-      if (ctx.holds.has(readHoldKey) || ctx.holds.has(writeHoldKey)) return ctx;
-    }
-    return current ?? own;
+  /** The context that already holds either side, else the innermost context; none outside any context. */
+  protected override context(): LockContext | undefined {
+    return owningContext(this.shared.readHoldKey, this.shared.writeHoldKey);
   }
 
   protected override reserveRenewal(owner: string): Renewal {
@@ -182,6 +177,9 @@ abstract class ReadWriteSide extends RLock {
  * its own lease; the watchdog renews the holds taken without one.
  */
 export class RReadLock extends ReadWriteSide {
+  /** Readers share the lock: a grant to a new reader says nothing about the other read holds. */
+  protected override readonly exclusive: boolean = false;
+
   /** @internal Use `RReadWriteLock.readLock()`. */
   constructor(core: Core, name: string, shared: Shared) {
     super(core, name, shared, 'read');

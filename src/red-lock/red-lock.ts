@@ -77,16 +77,21 @@ export class RedLock extends GroupLock {
   }
 
   /**
-   * Releases one hold of the caller on every node (Redisson's `RedissonRedLock.unlock()`), in parallel,
+   * Releases one hold of the caller on every node (Redisson's `RedissonRedLock.unlock()`; outside any
+   * context, on the nodes this object's current contextless holder holds: see `GroupLock`), in parallel,
    * ignoring individual failures (a node that is down, a member that was never granted or has expired).
    * Waits at most 1 s for nodes that do not answer (their release goes on in the background). Throws
    * `IllegalMonitorStateError` only when every node answered that the caller held nothing.
    */
-  async unlock(): Promise<void> {
-    const results = await settleWithin(this.locks.map((lock) => lock.unlock()), RELEASE_WAIT_MS);
+  override unlock(): Promise<void> {
+    return super.unlock();
+  }
+
+  protected async releaseAll(releases: Array<Promise<void>>): Promise<void> {
+    const results = await settleWithin(releases, RELEASE_WAIT_MS);
     const errors = failures(results);
     for (const err of errors) if (!(err instanceof IllegalMonitorStateError)) this.core.log.debug({ redLock: this.name, err }, 'RedLock node release failed; ignored');
-    if (errors.length === this.locks.length && errors.every((e) => e instanceof IllegalMonitorStateError)) {
+    if (errors.length === releases.length && errors.every((e) => e instanceof IllegalMonitorStateError)) {
       const first = errors[0] as IllegalMonitorStateError;
       throw new IllegalMonitorStateError(this.name, first.owner, 'no node holds it');
     }

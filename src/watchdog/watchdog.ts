@@ -99,13 +99,17 @@ export class Renewal {
  * within a quarter interval of each other share a batch. Transient errors are retried with backoff until
  * the hold's local lease deadline (monotonic clock, ending `clockDriftMs` before Redis's TTL). A hold is
  * lost when a renewal finds it gone or its deadline passes, also while a renewal is still waiting for its
- * reply: its signals abort and `onLost` runs. Nothing here throws out of a timer; timers are unref()ed.
+ * reply, or when its own unlock finds it gone first (`reportLost`): its signals abort and `onLost` runs,
+ * once. It also watches the explicit leases of handles (`watchLease`), so that `stop()` (shutdown) can tell
+ * every live hold. Nothing here throws out of a timer; timers are unref()ed.
  */
 export class Watchdog {
   /** Holds waiting for their next renewal, by id, in order of `nextAt`. */
   private readonly queue = new Map<string, Renewal>();
   private readonly retrying = new Map<string, Renewal>();
   private readonly all = new Map<string, Renewal>();
+  /** Explicit leases of handles being watched (`watchLease`), told at shutdown. */
+  private readonly leases = new Set<LeaseWatch>();
   private timer: NodeJS.Timeout | undefined;
   private timerAt = Infinity;
   private stopped = false;
@@ -166,12 +170,73 @@ export class Watchdog {
     this.dropIfIdle(renewal);
   }
 
-  /** Called synchronously at the start of an unlock: one hold fewer; at zero, no renewal is ever sent again. */
-  release(key: string, owner: string): Renewal | undefined {
+  /**
+   * Called synchronously at the start of an unlock: one hold fewer; at zero, no renewal is ever sent again.
+   * Returns the hold as it was when this released the last one, so that the unlock can report it lost
+   * (`reportLost`) if Redis then answers that it was gone; undefined otherwise.
+   */
+  release(key: string, owner: string): ReleasedHold | undefined {
     const renewal = this.all.get(`${key}\u0000${owner}`);
     if (!renewal) return undefined;
+    const last = renewal.holds === 1;
     if (renewal.holds > 0) renewal.holds--;
+    const released = last ? { renewal, deadline: renewal.deadline, lastError: renewal.lastError, controllers: renewal.controllers.size > 0 ? [...renewal.controllers] : NO_CONTROLLERS } : undefined;
     this.dropIfIdle(renewal);
+    return released;
+  }
+
+  /**
+   * Reports a hold lost that its own unlock found gone from Redis after `release()` had stopped renewing it
+   * (the unlock ran before the watchdog could notice: a blocked event loop resuming past the lease, a key
+   * deleted meanwhile). Its signals (and `controller`, the releasing handle's) abort and `lockLost` fires,
+   * once: the watchdog no longer knows the hold.
+   * The reason is `'renewal-late'` (or `'renewal-failed'`) when its local deadline had passed, else `'expired'`.
+   */
+  reportLost(hold: ReleasedHold, releasedAt: number, controller?: AbortController): void {
+    const late = releasedAt >= hold.deadline;
+    const reason = !late ? 'expired' : hold.lastError === undefined ? 'renewal-late' : 'renewal-failed';
+    const { name, key, owner } = hold.renewal;
+    this.log.warn({ lock: name, key, owner, reason }, 'lock lost (found by its unlock)');
+    this.tell(name, key, [owner], reason, controller ? [...hold.controllers, controller] : hold.controllers, late ? hold.lastError : undefined);
+  }
+
+  /**
+   * Watches the explicit lease of a handle (a lock or expirable permits) that runs from `sentAt`
+   * (monotonic ms) for `leaseMs`: `controller` aborts with a `LockLostError` (`'lease-ended'`, no
+   * `lockLost` event) a drift margin (`clockDriftMs`) before Redis can expire the hold, or with `'shutdown'`
+   * (and `lockLost` for each of `owners`) when the client shuts down first (at once, without an event,
+   * when it already has). Returns the function that stops watching (a release, a new lease).
+   */
+  watchLease(name: string, key: string, owners: readonly string[], controller: AbortController, sentAt: number, leaseMs: number): () => void {
+    if (this.stopped) {
+      controller.abort(new LockLostError(name, 'shutdown'));
+      return () => {};
+    }
+    const watch: LeaseWatch = { name, key, owners, controller, timer: undefined };
+    const ends = sentAt + leaseMs - clockDriftMs(leaseMs);
+    watch.timer = outsideContexts(() =>
+      setTimeout(() => {
+        this.leases.delete(watch);
+        controller.abort(new LockLostError(name, 'lease-ended'));
+      }, Math.max(0, ends - monotonic())),
+    );
+    watch.timer.unref();
+    this.leases.add(watch);
+    return () => {
+      clearTimeout(watch.timer);
+      this.leases.delete(watch);
+    };
+  }
+
+  /**
+   * Adds a handle's signal to the watchdog hold of `owner` on `key` (aborted when the hold is lost). A
+   * hold the watchdog no longer has (the client shut down, or the hold was lost and reported, between the
+   * grant and the handle) aborts it at once; `lockLost` was emitted then, if at all, not again.
+   */
+  attach(name: string, key: string, owner: string, controller: AbortController): Renewal | undefined {
+    const renewal = this.get(key, owner);
+    if (renewal) renewal.controllers.add(controller);
+    else controller.abort(new LockLostError(name, this.stopped ? 'shutdown' : 'expired'));
     return renewal;
   }
 
@@ -200,14 +265,27 @@ export class Watchdog {
     for (const renewal of [...this.queue.values()]) this.schedule(renewal, now, true);
   }
 
-  /** Stops all renewals (shutdown); the keys expire within one lease. */
+  /**
+   * Stops all renewals (shutdown); the keys expire within one lease. Every hold still renewed, and every
+   * handle's explicit lease still watched, is reported lost with reason `'shutdown'`: its signals abort and
+   * `lockLost` fires (once per owner).
+   */
   stop(): void {
     this.stopped = true;
     if (this.timer) clearTimeout(this.timer);
     this.timer = undefined;
+    const renewed = [...this.all.values()].filter((renewal) => renewal.holds > 0);
+    const leases = [...this.leases];
     this.queue.clear();
     this.retrying.clear();
     this.all.clear();
+    this.leases.clear();
+    if (renewed.length + leases.length > 0) this.log.info({ renewed: renewed.length, leased: leases.length }, 'shutdown: holds given up (they expire with their leases)');
+    for (const renewal of renewed) this.tell(renewal.name, renewal.key, [renewal.owner], 'shutdown', [...renewal.controllers]);
+    for (const watch of leases) {
+      clearTimeout(watch.timer);
+      this.tell(watch.name, watch.key, watch.owners, 'shutdown', [watch.controller]);
+    }
   }
 
   private dropIfIdle(renewal: Renewal): void {
@@ -336,17 +414,45 @@ export class Watchdog {
   }
 
   private lose(renewal: Renewal, reason: LockLostError['reason'], cause?: unknown): void {
-    const error = new LockLostError(renewal.name, reason, cause === undefined ? undefined : { cause });
     const controllers = [...renewal.controllers];
     renewal.holds = 0;
     renewal.controllers.clear();
     this.dropIfIdle(renewal);
     this.log.warn({ lock: renewal.name, key: renewal.key, owner: renewal.owner, reason }, 'lock lost');
+    this.tell(renewal.name, renewal.key, [renewal.owner], reason, controllers, cause);
+  }
+
+  /** Aborts `controllers` with one `LockLostError` and emits `lockLost` for each of `owners`. */
+  private tell(name: string, key: string, owners: readonly string[], reason: LockLostError['reason'], controllers: readonly AbortController[], cause?: unknown): void {
+    const error = new LockLostError(name, reason, cause === undefined ? undefined : { cause });
     for (const controller of controllers) controller.abort(error);
-    try {
-      this.onLost({ name: renewal.name, key: renewal.key, owner: renewal.owner, reason, error });
-    } catch (listenerError) {
-      this.log.error({ err: listenerError }, 'lockLost listener threw');
+    for (const owner of owners) {
+      try {
+        this.onLost({ name, key, owner, reason, error });
+      } catch (listenerError) {
+        this.log.error({ err: listenerError }, 'lockLost listener threw');
+      }
     }
   }
+}
+
+const NO_CONTROLLERS: readonly AbortController[] = Object.freeze([]);
+
+/** What `Watchdog.release()` returns when it released a renewal's last hold (see `reportLost`). */
+export interface ReleasedHold {
+  readonly renewal: Renewal;
+  /** The hold's local deadline when it was released (monotonic ms). */
+  readonly deadline: number;
+  readonly lastError: unknown;
+  /** The signals still attached to the hold when it was released. */
+  readonly controllers: readonly AbortController[];
+}
+
+/** A handle's explicit lease being watched (see `Watchdog.watchLease`). */
+interface LeaseWatch {
+  readonly name: string;
+  readonly key: string;
+  readonly owners: readonly string[];
+  readonly controller: AbortController;
+  timer: NodeJS.Timeout | undefined;
 }

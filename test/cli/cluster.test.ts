@@ -5,7 +5,7 @@
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import { randomBytes } from 'node:crypto';
-import { createLockClient, type LockClient } from '../../src/index.js';
+import { createLockClient, runInContext, type LockClient } from '../../src/index.js';
 import { json, runCli, startCli } from '../support/cli.js';
 import { startCluster, type RedisClusterHandle } from '../support/cluster.js';
 import { uniqueName, waitUntil } from '../support/helpers.js';
@@ -45,8 +45,7 @@ describe('relock --cluster', () => {
   it('inspects a lock on another primary, with its sharded subscribers', async () => {
     const name = await remoteName('cli-cluster');
     const lock = client.getLock(name);
-    const first = await lock.acquire();
-    await lock.acquire();
+    const [first] = await runInContext(async () => [await lock.acquire(), await lock.acquire()]);
     const other = createLockClient({ redis: await cluster.connect() });
     const waiting = other.getLock(name).acquire({ waitMs: 60_000 });
     waiting.catch(() => {}); // awaited below; this only keeps a failed test from adding an unhandled rejection

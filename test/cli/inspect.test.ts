@@ -23,7 +23,7 @@ async function inspect(name: string, ...extra: string[]): Promise<Record<string,
 }
 
 describe('relock inspect', () => {
-  it('shows a held lock: its owner with the hold count, the TTL and the channel', async () => {
+  it('shows a held lock: its owner with the hold count, the TTL and the channel', () => runInContext(async () => {
     const lock = lockClient(redis).getLock(uniqueName('inspect-lock'));
     const first = await lock.acquire();
     const second = await lock.acquire();
@@ -42,7 +42,7 @@ describe('relock inspect', () => {
     expect(d.ttlMs).toBeLessThanOrEqual(30_000);
     await second.release();
     await first.release();
-  });
+  }));
 
   it('warns about a lock without TTL, in JSON and on stderr in text mode', async () => {
     const lock = lockClient(redis).getLock(uniqueName('inspect-nottl'));
@@ -58,7 +58,7 @@ describe('relock inspect', () => {
     await handle.release();
   });
 
-  it('shows a fenced lock with its fencing counter, held and after release', async () => {
+  it('shows a fenced lock with its fencing counter, held and after release', () => runInContext(async () => {
     const lock = lockClient(redis).getFencedLock(uniqueName('inspect-fenced'));
     expect(await lock.tryLockAndGetToken(0, 20, 'seconds')).toBe(1n);
     expect(await lock.tryLockAndGetToken(0, 20, 'seconds')).toBe(2n);
@@ -66,7 +66,7 @@ describe('relock inspect', () => {
     await lock.unlock();
     await lock.unlock();
     expect(await inspect(lock.name)).toMatchObject({ type: 'fenced-lock', exists: false, ttlMs: null, fencingToken: '2', holders: [] });
-  });
+  }));
 
   it('shows a semaphore: detected by a waiter or by a count of 0, named with --type otherwise', async () => {
     const client = lockClient(redis);

@@ -6,6 +6,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/glob
 import { createLockClient, CrossSlotError, type LockClient, type LockClientOptions } from '../../src/index.js';
 import { familyCoreTests } from '../shared/family-core.js';
 import { lockCoreTests } from '../shared/lock-core.js';
+import { ownershipCoreTests } from '../shared/ownership-core.js';
 import type { Topology } from '../shared/topology.js';
 import { startCluster, type RedisClusterHandle } from '../support/cluster.js';
 import { sleep, uniqueName, waitUntil } from '../support/helpers.js';
@@ -48,6 +49,7 @@ afterAll(async () => {
 
 lockCoreTests(() => topology);
 familyCoreTests(() => topology);
+ownershipCoreTests(() => topology);
 
 describe('on Redis Cluster', () => {
   it('renews holds in many slots, one script call per slot', async () => {

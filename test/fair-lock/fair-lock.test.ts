@@ -1,5 +1,5 @@
 import { beforeAll, describe, expect, it } from '@jest/globals';
-import { IllegalMonitorStateError, InvalidArgumentError, type RFairLock } from '../../src/index.js';
+import { IllegalMonitorStateError, InvalidArgumentError, runInContext, type RFairLock } from '../../src/index.js';
 import { activeTimers, commandCalls, keys, lockClient, numsub, sleep, uniqueName, waitUntil, type Redis } from '../support/helpers.js';
 import { leavesNothingBehind, useFamilyHarness } from '../support/family.js';
 
@@ -19,7 +19,7 @@ const serverNow = async (): Promise<number> => {
   return Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
 };
 describe('RFairLock basics', () => {
-  it('is reentrant, keeps RLock\'s hash layout and leaves no queue behind', async () => {
+  it('is reentrant, keeps RLock\'s hash layout and leaves no queue behind', () => runInContext(async () => {
     const client = lockClient(redis);
     const lock = client.getFairLock(uniqueName('fair'));
     expect(await lock.tryLock(1, 5, 'seconds')).toBe(true);
@@ -32,7 +32,7 @@ describe('RFairLock basics', () => {
     await lock.unlock();
     expect(await lock.isLocked()).toBe(false);
     await waitUntil(async () => (await keys(redis, `*${lock.name}*`)).length === 0, 2000, 10, 'no keys left');
-  });
+  }));
 
   it('tryLock() makes one attempt and never queues; a free lock is not taken past a waiter until that waiter\'s deadline', async () => {
     const client = lockClient(redis);

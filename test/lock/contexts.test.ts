@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { runInContext } from '../../src/index.js';
+import { IllegalMonitorStateError, runInContext } from '../../src/index.js';
 import { useRedis } from '../support/harness.js';
 import { lockClient, sleep, uniqueName } from '../support/helpers.js';
 
@@ -116,16 +116,19 @@ describe('ownership and contexts', () => {
     expect(meter.max()).toBe(1);
   });
 
-  it('outside any context each lock object is its own owner; the same object reenters', async () => {
+  it('outside any context each acquisition is its own owner: the same object does not reenter, and unlock() releases its holder', async () => {
     const client = lockClient(env.redis);
     const name = uniqueName();
     const a = client.getLock(name);
     await a.lock();
-    expect(await a.tryLock()).toBe(true);
-    expect(await a.getHoldCount()).toBe(2);
+    expect(await a.tryLock()).toBe(false);
+    expect(await a.getHoldCount()).toBe(1);
     expect(await client.getLock(name).tryLock()).toBe(false);
+    expect(await client.getLock(name).getHoldCount()).toBe(0);
+    await expect(client.getLock(name).unlock()).rejects.toBeInstanceOf(IllegalMonitorStateError);
     await a.unlock();
-    await a.unlock();
+    expect(await a.isLocked()).toBe(false);
+    await expect(a.unlock()).rejects.toBeInstanceOf(IllegalMonitorStateError);
   });
 
   it('a handle releases its own hold from any context, and await using releases at block end', async () => {

@@ -1,12 +1,12 @@
 import { describe, expect, it } from '@jest/globals';
-import { IllegalMonitorStateError, InvalidArgumentError, WrongTypeError } from '../../src/index.js';
+import { IllegalMonitorStateError, InvalidArgumentError, runInContext, WrongTypeError } from '../../src/index.js';
 import { useRedis } from '../support/harness.js';
 import { commandCalls, lockClient, sleep, uniqueName } from '../support/helpers.js';
 
 const env = useRedis();
 
 describe('RLock basics', () => {
-  it('stores owner → hold count in a hash, counts reentry and resets the TTL on every acquire', async () => {
+  it('stores owner → hold count in a hash, counts reentry and resets the TTL on every acquire', () => runInContext(async () => {
     const client = lockClient(env.redis);
     const lock = client.getLock(uniqueName());
     expect(await lock.tryLock(1, 5, 'seconds')).toBe(true);
@@ -27,7 +27,7 @@ describe('RLock basics', () => {
     await lock.unlock();
     expect(await lock.isLocked()).toBe(false);
     expect(await lock.remainTimeToLive()).toBe(-2);
-  });
+  }));
 
   it('tryLock without a lease writes lockWatchdogTimeout as the TTL', async () => {
     const client = lockClient(env.redis, { lockWatchdogTimeout: 4000 });

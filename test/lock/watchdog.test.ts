@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { LockLostError, type LockLostEvent } from '../../src/index.js';
+import { LockLostError, runInContext, type LockLostEvent } from '../../src/index.js';
 import { useRedis } from '../support/harness.js';
 import { commandCalls, connect, lockClient, sleep, uniqueName, waitUntil, type Redis } from '../support/helpers.js';
 import { startRedis, type RedisServer } from '../support/redis.js';
@@ -199,7 +199,7 @@ describe('watchdog when Redis fails', () => {
 });
 
 describe('mixed holds of one owner', () => {
-  it('an inner shorter lease neither shortens an outer watchdog hold nor stops its renewal when released', async () => {
+  it('an inner shorter lease neither shortens an outer watchdog hold nor stops its renewal when released', () => runInContext(async () => {
     const client = lockClient(env.redis, { lockWatchdogTimeout: 900 });
     const lock = client.getLock(uniqueName());
     let lost = false;
@@ -215,9 +215,9 @@ describe('mixed holds of one owner', () => {
     await outer.release();
     expect(await lock.isLocked()).toBe(false);
     expect(client.stats().watchdogHolds).toBe(0);
-  });
+  }));
 
-  it('an inner longer lease raises the TTL, and a handle releases the hold it took even out of order', async () => {
+  it('an inner longer lease raises the TTL, and a handle releases the hold it took even out of order', () => runInContext(async () => {
     const client = lockClient(env.redis, { lockWatchdogTimeout: 900 });
     const lock = client.getLock(uniqueName());
     const renewed = await lock.acquire();
@@ -228,5 +228,5 @@ describe('mixed holds of one owner', () => {
     expect(await lock.getHoldCount()).toBe(1);
     await leased.release();
     expect(await lock.isLocked()).toBe(false);
-  });
+  }));
 });

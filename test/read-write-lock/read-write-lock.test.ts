@@ -1,6 +1,6 @@
 import { beforeAll, describe, expect, it } from '@jest/globals';
 import { IllegalMonitorStateError, InvalidArgumentError, LockUpgradeError, runInContext, type LockLostEvent } from '../../src/index.js';
-import { activeTimers, commandCalls, keys, lockClient, numsub, sleep, uniqueName, waitUntil, type Redis } from '../support/helpers.js';
+import { activeTimers, commandCalls, contextRunner, keys, lockClient, numsub, sleep, uniqueName, waitUntil, type Redis } from '../support/helpers.js';
 import { leavesNothingBehind, useFamilyHarness } from '../support/family.js';
 
 const harness = useFamilyHarness();
@@ -16,36 +16,38 @@ describe('RReadWriteLock basics', () => {
     const a = lockClient(redis);
     const b = lockClient(redis);
     const name = uniqueName('rw');
+    // readA and write are reentrant owners (a context each); readB and writeB are used outside any context.
+    const [inA, inW] = [contextRunner(), contextRunner()];
     const readA = a.getReadWriteLock(name).readLock();
     const readB = b.getReadWriteLock(name).readLock();
     const writeB = b.getReadWriteLock(name).writeLock();
-    expect(await readA.tryLock(0, 5, 's')).toBe(true);
-    expect(await readA.tryLock()).toBe(true);
+    expect(await inA(() => readA.tryLock(0, 5, 's'))).toBe(true);
+    expect(await inA(() => readA.tryLock())).toBe(true);
     expect(await readB.tryLock()).toBe(true);
-    expect(await readA.getHoldCount()).toBe(2);
+    expect(await inA(() => readA.getHoldCount())).toBe(2);
     expect(await readB.getHoldCount()).toBe(1);
     expect(await readA.isLocked()).toBe(true);
     expect(await writeB.isLocked()).toBe(false);
     expect(await writeB.tryLock(100, 'ms')).toBe(false);
-    await readA.unlock();
-    await readA.unlock();
+    await inA(() => readA.unlock());
+    await inA(() => readA.unlock());
     expect(await writeB.tryLock()).toBe(false);
     await readB.unlock();
     expect(await redis.exists(readA.key)).toBe(0);
 
     const write = a.getReadWriteLock(name).writeLock();
-    expect(await write.tryLock()).toBe(true);
-    expect(await write.tryLock()).toBe(true);
-    expect(await write.getHoldCount()).toBe(2);
-    expect(await write.isHeldByCurrentContext()).toBe(true);
+    expect(await inW(() => write.tryLock())).toBe(true);
+    expect(await inW(() => write.tryLock())).toBe(true);
+    expect(await inW(() => write.getHoldCount())).toBe(2);
+    expect(await inW(() => write.isHeldByCurrentContext())).toBe(true);
     expect(await write.isLocked()).toBe(true);
     expect(await readA.isLocked()).toBe(false);
     expect(await readB.tryLock()).toBe(false);
     expect(await writeB.tryLock()).toBe(false);
     expect(await redis.hGet(write.key, 'mode')).toBe('write');
-    await write.unlock();
+    await inW(() => write.unlock());
     expect(await readB.tryLock()).toBe(false);
-    await write.unlock();
+    await inW(() => write.unlock());
     expect(await readB.tryLock()).toBe(true);
     await readB.unlock();
     await noKeysLeft(name);
@@ -88,7 +90,7 @@ describe('RReadWriteLock basics', () => {
     await noKeysLeft(name);
   });
 
-  it('read → write upgrade throws LockUpgradeError before sending anything; write → read downgrade is allowed', async () => {
+  it('read → write upgrade throws LockUpgradeError before sending anything; write → read downgrade is allowed', () => runInContext(async () => {
     const client = lockClient(redis);
     const rw = client.getReadWriteLock(uniqueName('rw'));
     await rw.readLock().lock();
@@ -102,7 +104,7 @@ describe('RReadWriteLock basics', () => {
     expect(await rw.readLock().tryLock()).toBe(true);
     await rw.readLock().unlock();
     await rw.writeLock().unlock();
-  });
+  }));
 
   it('rejects bad names and times with InvalidArgumentError', async () => {
     const client = lockClient(redis);
@@ -138,7 +140,7 @@ describe('RReadWriteLock basics', () => {
 });
 
 describe('RReadWriteLock leases and the watchdog', () => {
-  it('write → read → unlock(write) leaves the read held and renewed for three watchdog periods', async () => {
+  it('write → read → unlock(write) leaves the read held and renewed for three watchdog periods', () => runInContext(async () => {
     const client = lockClient(redis, { lockWatchdogTimeout: 600 });
     const other = lockClient(redis);
     const name = uniqueName('rw');
@@ -163,9 +165,9 @@ describe('RReadWriteLock leases and the watchdog', () => {
     await read.release();
     expect(client.stats().watchdogHolds).toBe(0);
     await noKeysLeft(name);
-  });
+  }));
 
-  it('an inner shorter lease does not shorten an outer hold (read and write)', async () => {
+  it('an inner shorter lease does not shorten an outer hold (read and write)', () => runInContext(async () => {
     const client = lockClient(redis);
     for (const side of ['read', 'write'] as const) {
       const rw = client.getReadWriteLock(uniqueName('rw'));
@@ -183,7 +185,7 @@ describe('RReadWriteLock leases and the watchdog', () => {
       await lock.unlock();
       expect(await lock.isLocked()).toBe(false);
     }
-  });
+  }));
 
   it('each read hold has its own lease: a lapsed reader does not keep a writer out once the others leave', async () => {
     const a = lockClient(redis);
@@ -290,20 +292,21 @@ describe('RReadWriteLock waking', () => {
     const b = lockClient(redis);
     const name = uniqueName('rw');
     const rw = a.getReadWriteLock(name);
-    await rw.writeLock().lock();
+    const inA = contextRunner(); // the downgrading owner
+    await inA(() => rw.writeLock().lock());
     const reader = b.getReadWriteLock(name).readLock();
     const reading = reader.tryLock(10, 'seconds');
     const writer = b.getReadWriteLock(name).writeLock();
     const writing = writer.tryLock(10, 'seconds');
     await waitUntil(async () => (await numsub(redis, reader.channel)) === 1, 2000, 2, 'the waiters to subscribe');
-    await rw.readLock().lock();
+    await inA(() => rw.readLock().lock());
     let started = performance.now();
-    await rw.writeLock().unlock();
+    await inA(() => rw.writeLock().unlock());
     expect(await reading).toBe(true);
     expect(performance.now() - started).toBeLessThan(200);
     await reader.unlock();
     started = performance.now();
-    await rw.readLock().unlock();
+    await inA(() => rw.readLock().unlock());
     expect(await writing).toBe(true);
     expect(performance.now() - started).toBeLessThan(200);
     await writer.unlock();

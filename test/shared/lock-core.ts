@@ -1,12 +1,12 @@
 import { describe, expect, it } from '@jest/globals';
-import { IllegalMonitorStateError, type LockLostEvent } from '../../src/index.js';
+import { IllegalMonitorStateError, runInContext, type LockLostEvent } from '../../src/index.js';
 import { sleep, uniqueName, waitUntil } from '../support/helpers.js';
 import type { Topology } from './topology.js';
 
 /** RLock and FencedLock behaviour that must hold on every topology. */
 export function lockCoreTests(topology: () => Topology): void {
   describe(`RLock core`, () => {
-    it('reenters, resets the TTL, and refuses other owners', async () => {
+    it('reenters inside a context, resets the TTL, and refuses other owners', () => runInContext(async () => {
       const { client, redis } = topology();
       const c = client();
       const name = `lock:{${uniqueName()}}`;
@@ -15,12 +15,13 @@ export function lockCoreTests(topology: () => Topology): void {
       expect(await lock.tryLock(0, 8, 'seconds')).toBe(true);
       expect(await lock.getHoldCount()).toBe(2);
       expect(await redis.pTTL(lock.key)).toBeGreaterThan(7000);
-      expect(await c.getLock(name).tryLock()).toBe(false);
-      await expect(c.getLock(name).unlock()).rejects.toBeInstanceOf(IllegalMonitorStateError);
+      const other = client();
+      expect(await other.getLock(name).tryLock()).toBe(false);
+      await expect(other.getLock(name).unlock()).rejects.toBeInstanceOf(IllegalMonitorStateError);
       await lock.unlock();
       await lock.unlock();
       expect(await redis.exists(lock.key)).toBe(0);
-    });
+    }));
 
     it('30 concurrent tasks never overlap', async () => {
       const { client } = topology();

@@ -2,6 +2,7 @@
  * Shared test helpers: node-redis connections, lock clients, deadline-bounded polling, Redis counters,
  * and child processes that use relock from their own Node process.
  */
+import { AsyncResource } from 'node:async_hooks';
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { dirname, join } from 'node:path';
@@ -9,7 +10,7 @@ import { fileURLToPath } from 'node:url';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { createClient } from 'redis';
-import { createLockClient, type LockClient, type LockClientOptions } from '../../src/index.js';
+import { createLockClient, runInContext, type LockClient, type LockClientOptions } from '../../src/index.js';
 
 export type Redis = ReturnType<typeof createClient>;
 
@@ -33,6 +34,15 @@ export function lockClient(redis: Redis, options: Omit<LockClientOptions, 'redis
   return client;
 }
 const opened: LockClient[] = [];
+
+/**
+ * A runner bound to one new lock context (a Redisson thread): every `fn` it runs, in any order, acts as
+ * the same owner. For tests that interleave the steps of several owners.
+ */
+export function contextRunner(): <T>(fn: () => T) => T {
+  const scope = runInContext(() => new AsyncResource('relock-test-owner'));
+  return (fn) => scope.runInAsyncScope(fn);
+}
 
 /** Shuts down every lock client made by `lockClient()`. */
 export async function closeAll(): Promise<void> {

@@ -41,7 +41,7 @@ const id: string = permit.id;
 await permit.release();
 
 locks.on('lockLost', (event: LockLostEvent) => {
-  const reason: 'expired' | 'renewal-failed' | 'renewal-late' | 'lease-ended' = event.reason;
+  const reason: 'expired' | 'renewal-failed' | 'renewal-late' | 'lease-ended' | 'shutdown' = event.reason;
   void reason;
 });
 

@@ -1,0 +1,278 @@
+import { describe, expect, it } from '@jest/globals';
+import { ClientClosedError, IllegalMonitorStateError, LockLostError, runInContext, type LockClient, type LockHandle, type LockLostEvent } from '../../src/index.js';
+import { sleep, uniqueName, waitUntil } from '../support/helpers.js';
+import type { Topology } from './topology.js';
+
+/** What every lock kind, the multi-lock and RedLock have in common. */
+interface Lockable {
+  lock(): Promise<void>;
+  tryLock(waitTime: number, leaseTime: number, unit: 'seconds'): Promise<boolean>;
+  acquire(): Promise<LockHandle>;
+  unlock(): Promise<void>;
+}
+
+/** Tasks started together (`Promise.all`) on one shared lock object. */
+const TASKS = 5;
+
+/**
+ * Runs `TASKS` tasks at once, each taking the lock with `take`, staying inside 20 ms and giving it back
+ * with the function `take` returned. Resolves to the most tasks inside the critical section at once.
+ */
+async function mostInside(take: () => Promise<() => Promise<void>>): Promise<number> {
+  let inside = 0;
+  let most = 0;
+  await Promise.all(
+    Array.from({ length: TASKS }, async () => {
+      const release = await take();
+      most = Math.max(most, ++inside);
+      await sleep(20);
+      inside--;
+      await release();
+    }),
+  );
+  return most;
+}
+
+/** A lock client of the topology, and the `lockLost` events it emits. */
+function withLosses(topology: Topology, options: { lockWatchdogTimeout: number }): { c: LockClient; lost: LockLostEvent[] } {
+  const c = topology.client(options);
+  const lost: LockLostEvent[] = [];
+  c.on('lockLost', (e) => lost.push(e));
+  return { c, lost };
+}
+
+/** Blocks the event loop for `ms`, as a long GC pause or a synchronous computation would. */
+function blockEventLoop(ms: number): void {
+  const until = performance.now() + ms;
+  while (performance.now() < until);
+}
+
+/** Every exclusive lock kind on one name (a RedLock's three "nodes": three lock clients, one key each). */
+const KINDS: Array<[string, (c: LockClient, name: string, topology: Topology) => Lockable]> = [
+  ['RLock', (c, name) => c.getLock(name)],
+  ['fenced lock', (c, name) => c.getFencedLock(name)],
+  ['fair lock', (c, name) => c.getFairLock(name)],
+  ['spin lock', (c, name) => c.getSpinLock(name)],
+  ['write lock', (c, name) => c.getReadWriteLock(name).writeLock()],
+  ['multi-lock', (c, name) => c.getMultiLock(c.getLock(`${name}:a`), c.getLock(`${name}:b`))],
+  ['RedLock', (_c, name, t) => t.client().getRedLock(...[1, 2, 3].map((node) => t.client().getLock(`${name}:node${node}`)))],
+];
+
+/**
+ * Ownership outside any context (issue 16, defect 1), the lockLost rules (defect 7) and shutdown (defect 5):
+ * behaviour that must hold on every topology.
+ */
+export function ownershipCoreTests(topology: () => Topology): void {
+  describe('one lock object shared by concurrent tasks outside any context', () => {
+    for (const [kind, make] of KINDS) {
+      it(`${kind}: Promise.all over one object lets one task in at a time (lock/unlock, tryLock with a lease, acquire)`, async () => {
+        const t = topology();
+        const lock = make(t.client(), `{${uniqueName()}}`, t);
+        const viaLock = await mostInside(async () => {
+          await lock.lock();
+          return () => lock.unlock();
+        });
+        const viaTryLock = await mostInside(async () => {
+          expect(await lock.tryLock(10, 10, 'seconds')).toBe(true);
+          return () => lock.unlock();
+        });
+        const viaHandle = await mostInside(async () => {
+          const handle = await lock.acquire();
+          return () => handle.release();
+        });
+        expect({ viaLock, viaTryLock, viaHandle }).toEqual({ viaLock: 1, viaTryLock: 1, viaHandle: 1 });
+      });
+    }
+
+    it('read lock: each contextless acquisition is a reader of its own (hold count 1 each), and every unlock finds one', async () => {
+      const { client, redis } = topology();
+      const read = client().getReadWriteLock(uniqueName()).readLock();
+      let held = 0;
+      let release!: () => void;
+      const go = new Promise<void>((resolve) => (release = resolve));
+      const tasks = Array.from({ length: TASKS }, async () => {
+        await read.lock();
+        held++;
+        await go;
+        await read.unlock();
+      });
+      await waitUntil(() => held === TASKS, 5000, 5, 'every reader in');
+      const fields = Object.entries(await redis.hGetAll(read.key)).filter(([field]) => field !== 'mode');
+      expect(fields.map(([, count]) => count)).toEqual(Array.from({ length: TASKS }, () => '1'));
+      expect(await read.getHoldCount()).toBe(TASKS);
+      release();
+      await Promise.all(tasks);
+      expect(await redis.exists(read.key)).toBe(0);
+      expect(await read.getHoldCount()).toBe(0);
+    });
+
+    it('the same object locked twice without an unlock waits for itself: tryLock(w) times out, the first hold stays', async () => {
+      const { client, redis } = topology();
+      const c = client();
+      const lock = c.getLock(uniqueName());
+      await lock.lock();
+      const started = performance.now();
+      expect(await lock.tryLock(200, 'ms')).toBe(false);
+      expect(performance.now() - started).toBeGreaterThanOrEqual(190);
+      expect(await lock.getHoldCount()).toBe(1);
+      expect(await lock.isHeldByCurrentContext()).toBe(true);
+      await lock.unlock();
+      expect(await redis.exists(lock.key)).toBe(0);
+      expect(await lock.isHeldByCurrentContext()).toBe(false);
+      await expect(lock.unlock()).rejects.toBeInstanceOf(IllegalMonitorStateError);
+      expect(c.stats()).toMatchObject({ watchdogHolds: 0, subscriptions: 0 });
+    });
+
+    it("unlock() outside a context releases the object's current holder: after a lease ran out, the next holder's", async () => {
+      const { client, redis } = topology();
+      const lock = client().getLock(uniqueName());
+      expect(await lock.tryLock(0, 100, 'ms')).toBe(true);
+      await waitUntil(async () => (await redis.exists(lock.key)) === 0, 2000, 10, 'the lease to run out');
+      expect(await lock.tryLock(0, 10, 'seconds')).toBe(true);
+      await lock.unlock();
+      expect(await redis.exists(lock.key)).toBe(0);
+      await expect(lock.unlock()).rejects.toBeInstanceOf(IllegalMonitorStateError);
+    });
+
+    it("after the holder's key was deleted by someone else, unlock() releases the object's next contextless holder", async () => {
+      const { client, redis } = topology();
+      const lock = client().getLock(uniqueName());
+      await lock.lock();
+      expect(await client().getLock(lock.name).forceUnlock()).toBe(true);
+      await lock.lock(); // a new owner: the first hold is gone, although this client's watchdog has not noticed yet
+      await lock.unlock();
+      expect(await redis.exists(lock.key)).toBe(0);
+    });
+
+    it('inside contexts the same objects keep reentrant ownership (Redisson semantics)', async () => {
+      const { client } = topology();
+      const lock = client().getLock(uniqueName());
+      let most = 0;
+      let inside = 0;
+      await Promise.all(
+        Array.from({ length: TASKS }, () =>
+          runInContext(async () => {
+            await lock.lock();
+            expect(await lock.tryLock(0, 10, 'seconds')).toBe(true);
+            expect(await lock.getHoldCount()).toBe(2);
+            most = Math.max(most, ++inside);
+            await sleep(5);
+            inside--;
+            await lock.unlock();
+            await lock.unlock();
+          }),
+        ),
+      );
+      expect(most).toBe(1);
+    });
+  });
+
+  describe('lockLost means lost, exactly once', () => {
+    it('lock() and unlock() racing in one context (50 tries): the key is gone and lockLost never fires', async () => {
+      const t = topology();
+      const { redis } = t;
+      const { c, lost } = withLosses(t, { lockWatchdogTimeout: 300 });
+      const lock = c.getLock(uniqueName());
+      for (let i = 0; i < 50; i++) {
+        await runInContext(async () => {
+          const locking = lock.lock();
+          const unlocking = lock.unlock();
+          await locking;
+          await unlocking;
+        });
+        expect(await redis.exists(lock.key)).toBe(0);
+      }
+      await sleep(450); // 1.5 leases: any renewal of a released hold would have found it gone by now
+      expect(lost).toHaveLength(0);
+      expect(c.stats().watchdogHolds).toBe(0);
+    });
+
+    it('outside any context an unlock racing with the object\'s acquisition releases nothing (no holder yet): the acquisition holds', async () => {
+      const { client, redis } = topology();
+      const lock = client().getLock(uniqueName());
+      const locking = lock.lock();
+      await expect(lock.unlock()).rejects.toBeInstanceOf(IllegalMonitorStateError);
+      await locking;
+      expect(await lock.getHoldCount()).toBe(1);
+      await lock.unlock();
+      expect(await redis.exists(lock.key)).toBe(0);
+    });
+
+    it('unlock() in the tick a blocked event loop resumes past the lease: IllegalMonitorStateError and exactly one lockLost', async () => {
+      const { c, lost } = withLosses(topology(), { lockWatchdogTimeout: 200 });
+      const lock = c.getLock(uniqueName());
+      await lock.lock();
+      const handle = await c.getLock(uniqueName()).acquire();
+      blockEventLoop(600); // no renewal can run; Redis expires both keys
+      const unlocking = lock.unlock();
+      const releasing = handle.release();
+      await expect(unlocking).rejects.toBeInstanceOf(IllegalMonitorStateError);
+      await expect(releasing).rejects.toBeInstanceOf(IllegalMonitorStateError);
+      expect(lost.map((e) => [e.name, e.reason])).toEqual([
+        [lock.name, 'renewal-late'],
+        [handle.name, 'renewal-late'],
+      ]);
+      expect(handle.signal.reason).toBeInstanceOf(LockLostError);
+      await sleep(300); // past the next renewal: nothing reports them again
+      expect(lost).toHaveLength(2);
+      expect(c.stats().watchdogHolds).toBe(0);
+    });
+
+    it('when the watchdog notices the loss first, the unlock that follows does not report it again', async () => {
+      const { c, lost } = withLosses(topology(), { lockWatchdogTimeout: 200 });
+      const lock = c.getLock(uniqueName());
+      await lock.lock();
+      blockEventLoop(600);
+      await waitUntil(() => lost.length === 1, 2000, 5, 'the watchdog to report the loss');
+      await expect(lock.unlock()).rejects.toBeInstanceOf(IllegalMonitorStateError);
+      expect(lost).toHaveLength(1);
+    });
+  });
+
+  describe('shutdown() tells every live hold', () => {
+    it('handles, withLock signals and expirable permits, renewed or leased: signals abort with LockLostError("shutdown"), lockLost once per hold, keys left to their leases', async () => {
+      const t = topology();
+      const { redis } = t;
+      const { c, lost } = withLosses(t, { lockWatchdogTimeout: 5000 });
+      const name = (what: string): string => `${what}:{${uniqueName()}}`;
+      const renewedHandle = await c.getLock(name('handle-renewed')).acquire();
+      const leasedHandle = await c.getLock(name('handle-leased')).acquire({ leaseTime: 10, unit: 'seconds' });
+      const bare = c.getLock(name('lock-renewed'));
+      await bare.lock();
+      const signals: AbortSignal[] = [];
+      const untilAborted = (signal: AbortSignal): Promise<void> => {
+        signals.push(signal);
+        return new Promise((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
+      };
+      const settled = (p: Promise<unknown>): Promise<unknown> => p.then(() => 'resolved', (error: unknown) => error);
+      const withRenewed = settled(c.withLock(name('withlock-renewed'), untilAborted));
+      const withLeased = settled(c.withLock(name('withlock-leased'), untilAborted, { leaseTime: 10, unit: 'seconds' }));
+      const semaphore = c.getPermitExpirableSemaphore(name('permits'));
+      await semaphore.trySetPermits(3);
+      const renewedPermits = await semaphore.acquire({ permits: 2 });
+      const leasedPermit = await semaphore.acquire({ leaseTime: 10, unit: 'seconds' });
+      await waitUntil(() => signals.length === 2, 5000, 5, 'both withLock functions to run');
+
+      await c.shutdown();
+
+      for (const signal of [renewedHandle.signal, leasedHandle.signal, ...signals, renewedPermits.signal, leasedPermit.signal]) {
+        expect(signal.aborted).toBe(true);
+        expect(signal.reason).toBeInstanceOf(LockLostError);
+        expect((signal.reason as LockLostError).reason).toBe('shutdown');
+      }
+      // Their functions return when the signal aborts; the release that follows finds the client closed.
+      expect(await withRenewed).toBeInstanceOf(ClientClosedError);
+      expect(await withLeased).toBeInstanceOf(ClientClosedError);
+      const told = lost.map((e) => `${e.name.split(':')[0]} ${e.reason}`).sort();
+      expect(told).toEqual(
+        ['handle-leased', 'handle-renewed', 'lock-renewed', 'permits', 'permits', 'permits', 'withlock-leased', 'withlock-renewed'].map((what) => `${what} shutdown`),
+      );
+      expect(new Set(lost.map((e) => e.owner)).size).toBe(lost.length);
+      await c.shutdown();
+      expect(lost).toHaveLength(8);
+      expect(await redis.pTTL(renewedHandle.name)).toBeGreaterThan(0);
+      expect(await redis.pTTL(leasedHandle.name)).toBeGreaterThan(0);
+      await expect(renewedHandle.release()).rejects.toBeInstanceOf(ClientClosedError);
+    });
+  });
+}
