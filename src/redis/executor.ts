@@ -175,6 +175,8 @@ export class Executor {
   }
 
   private retryable(error: unknown, options: RunOptions<never>): boolean {
+    // An abort is the caller's, not a Redis failure: whatever its reason looks like, it is not retried.
+    if (options.signal?.aborted) return false;
     const failure = classify(error);
     if (failure === 'ambiguous') options.onAmbiguous?.();
     return !this.closed && (failure === 'transient' || (failure === 'ambiguous' && options.idempotent));
@@ -235,8 +237,9 @@ export class Executor {
   }
 
   private async translate(operation: string, error: unknown, options: Pick<RunOptions<unknown>, 'signal' | 'expects'>): Promise<unknown> {
+    // Once the caller aborted, the call rejects with the signal's reason, as documented, whatever it ran into.
+    if (options.signal?.aborted) return options.signal.reason;
     if (error instanceof RelockError) return error;
-    if (options.signal?.aborted && error === options.signal.reason) return error;
     switch (classify(error)) {
       case 'transient':
       case 'ambiguous':
