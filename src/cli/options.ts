@@ -16,8 +16,8 @@ export interface CommonOptions {
 /** The Redis URL used when neither `--url` nor `REDIS_URL` is given. */
 export const DEFAULT_URL = 'redis://localhost:6379';
 
-/** The object types `--type` accepts: every detected type but the ambiguous counter, and `latch` for `count-down-latch`. */
-const TYPE_CHOICES = [...OBJECT_TYPES.filter((type) => type !== 'semaphore-or-latch'), 'latch'];
+/** The object types `--type` accepts: every object type, and `latch` for `count-down-latch`. */
+const TYPE_CHOICES = [...OBJECT_TYPES, 'latch'];
 
 /** Adds `--json`, `--url`, `--cluster` and `--prefix` to `command`; returns it. */
 export function withCommonOptions(command: Command): Command {
@@ -28,7 +28,7 @@ export function withCommonOptions(command: Command): Command {
     .option('--prefix <prefix>', 'the keyPrefix of the LockClient that created the objects', '');
 }
 
-/** The `--type <type>` option, which skips detection (needed for a counter that could be a semaphore or a latch). */
+/** The `--type <type>` option, which skips detection (for a name that has no keys yet, e.g. to `watch` it). */
 export function typeOption(): Option {
   return new Option('--type <type>', 'the object type, instead of detecting it').choices(TYPE_CHOICES);
 }

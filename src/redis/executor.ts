@@ -1,6 +1,7 @@
 import pRetry from 'p-retry';
 import type { Logger } from 'pino';
 import { ClientClosedError, CrossSlotError, RedisCommandError, RedisUnavailableError, RelockError, WrongTypeError } from '../errors.js';
+import { wrongTypeError, type ObjectKind } from '../kinds.js';
 import { monotonic } from '../time.js';
 import { outsideContexts } from '../context.js';
 import type { Connection } from './connection.js';
@@ -33,8 +34,8 @@ export interface RunOptions<T> {
   signal?: AbortSignal | undefined;
   /** Monotonic time after which no new attempt starts. */
   deadline?: number | undefined;
-  /** The key and type to name in a `WrongTypeError` when Redis answers WRONGTYPE. */
-  expects?: { key: string; type: string } | undefined;
+  /** The key and the kind of object calling, to name in a `WrongTypeError` when Redis answers WRONGTYPE. */
+  expects?: { key: string; kind: ObjectKind } | undefined;
   /**
    * When the call finally fails (or is aborted) while attempts it stopped waiting for are still in
    * flight, called once with the results of those that later succeeded (an acquisition that went through
@@ -248,11 +249,8 @@ export class Executor {
         return new ClientClosedError({ cause: error });
       case 'crossslot':
         return new CrossSlotError(`Redis refused ${operation}`, { cause: error });
-      case 'wrongtype': {
-        const key = options.expects?.key ?? '?';
-        const actual = options.expects ? await this.connection.send(key, ['TYPE', key]).catch(() => 'unknown') : 'unknown';
-        return new WrongTypeError(key, String(actual), options.expects?.type ?? 'type', { cause: error });
-      }
+      case 'wrongtype':
+        return options.expects ? wrongTypeError(this.connection, error, options.expects.key, options.expects.kind) : new WrongTypeError('?', 'unknown', 'unknown', { cause: error });
       default:
         return this.closed ? new ClientClosedError({ cause: error }) : new RedisCommandError(operation, { cause: error });
     }
