@@ -30,7 +30,7 @@ const CASES: readonly AbortCase[] = [
   ...VARIANTS.map(
     (v): AbortCase => ({
       name: v.name,
-      hold: async (h, n) => handleRelease(await (v.rival ?? v.of)(h, n).acquire({ leaseTime: 10_000 })),
+      hold: async (h, n) => handleRelease(await (v.rival ?? v.of)(h, n).acquire({ leaseTime: 10_000 , unit: 'ms' })),
       wait: async (w, n, signal) => handleRelease(await v.of(w[0]!, n).acquire({ signal })),
       stays: (h, n) => (v.kind === 'fenced-lock' ? { [h.getFencedLock(n).fenceKey]: '' } : {}),
     }),
@@ -55,7 +55,7 @@ const CASES: readonly AbortCase[] = [
     async hold(h, n) {
       const semaphore = h.getPermitExpirableSemaphore(n);
       await semaphore.setPermits(1);
-      return handleRelease(await semaphore.acquire({ leaseTime: 10_000 }));
+      return handleRelease(await semaphore.acquire({ leaseTime: 10_000 , unit: 'ms' }));
     },
     wait: async (w, n, signal) => handleRelease(await w[0]!.getPermitExpirableSemaphore(n).acquire({ signal })),
     stays: (h, n) => ({ [h.getPermitExpirableSemaphore(n).permitsKey]: '1' }),
@@ -74,13 +74,13 @@ const CASES: readonly AbortCase[] = [
   },
   {
     name: 'MultiLock',
-    hold: async (h, n) => handleRelease(await h.getLock(`${n}:a`).acquire({ leaseTime: 10_000 })),
+    hold: async (h, n) => handleRelease(await h.getLock(`${n}:a`).acquire({ leaseTime: 10_000 , unit: 'ms' })),
     wait: async ([w], n, signal) => handleRelease(await w!.getMultiLock(w!.getLock(`${n}:a`), w!.getLock(`${n}:b`)).acquire({ signal })),
   },
   {
     name: 'RedLock',
     async hold(h, n) {
-      const held = [await h.getLock(`${n}:1`).acquire({ leaseTime: 10_000 }), await h.getLock(`${n}:2`).acquire({ leaseTime: 10_000 })];
+      const held = [await h.getLock(`${n}:1`).acquire({ leaseTime: 10_000 , unit: 'ms' }), await h.getLock(`${n}:2`).acquire({ leaseTime: 10_000 , unit: 'ms' })];
       return () => Promise.all(held.map((handle) => handle.release()));
     },
     wait: async (w, n, signal) => handleRelease(await w[0]!.getRedLock(...w.map((c, i) => c.getLock(`${n}:${i + 1}`))).acquire({ signal })),

@@ -28,12 +28,12 @@ function lockCase(name: string, kind: ObjectKind, of: (c: LockClient, name: stri
     kind,
     key: (c, n) => of(c, n).key,
     async hold(c, n, t) {
-      const handle = await of(c, n).acquire({ leaseTime: 30_000 });
+      const handle = await of(c, n).acquire({ leaseTime: 30_000 , unit: 'ms' });
       return { holds: async () => (await t.redis.hGet(of(c, n).key, handle.owner)) === '1', release: () => handle.release() };
     },
     calls: (c, n) => [
       () => c.runInContext(() => of(c, n).tryLock()),
-      () => c.runInContext(() => of(c, n).acquire({ waitTime: 200, leaseTime: 1000 })),
+      () => c.runInContext(() => of(c, n).acquire({ waitTime: 200, leaseTime: 1000 , unit: 'ms' })),
       () => c.runInContext(() => of(c, n).lock(1000, 'ms')),
     ],
   };
@@ -55,7 +55,7 @@ const CASES: readonly KindCase[] = [
       const semaphore = c.getSemaphore(n);
       return [
         () => semaphore.tryAcquire(),
-        () => semaphore.acquire({ waitTime: 200 }),
+        () => semaphore.acquire({ waitTime: 200 , unit: 'ms' }),
         () => semaphore.release(),
         () => semaphore.trySetPermits(1),
         () => semaphore.addPermits(1),
@@ -70,7 +70,7 @@ const CASES: readonly KindCase[] = [
     async hold(c, n, t) {
       const semaphore = c.getPermitExpirableSemaphore(n);
       await semaphore.setPermits(2);
-      const handle = await semaphore.acquire({ leaseTime: 30_000 });
+      const handle = await semaphore.acquire({ leaseTime: 30_000 , unit: 'ms' });
       const release = async (): Promise<void> => {
         await handle.release();
         await t.redis.del(semaphore.permitsKey);
@@ -81,7 +81,7 @@ const CASES: readonly KindCase[] = [
       const semaphore = c.getPermitExpirableSemaphore(n);
       return [
         () => semaphore.tryAcquire(),
-        () => semaphore.acquire({ waitTime: 200, leaseTime: 1000 }),
+        () => semaphore.acquire({ waitTime: 200, leaseTime: 1000 , unit: 'ms' }),
         () => semaphore.setPermits(1),
         () => semaphore.trySetPermits(1),
         () => semaphore.addPermits(1),

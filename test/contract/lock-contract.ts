@@ -29,7 +29,7 @@ async function leftOf(topology: Topology, name: string, key: string): Promise<st
 async function contended(t: Topology, lock: (client: LockClient, name: string) => RLock): Promise<{ c: LockClient; name: string; key: string; held: LockHandle }> {
   const name = newName();
   const holder = lock(t.client(), name);
-  return { c: t.client(), name, key: holder.key, held: await holder.acquire({ leaseTime: 10_000 }) };
+  return { c: t.client(), name, key: holder.key, held: await holder.acquire({ leaseTime: 10_000 , unit: 'ms' }) };
 }
 
 /** Registers the contract suite of every variant. */
@@ -61,7 +61,7 @@ function contract(topology: () => Topology, v: LockVariant): void {
     const { client, redis } = topology();
     const c = client();
     const name = newName();
-    const held = await v.of(c, name).acquire({ leaseTime: 10_000 });
+    const held = await v.of(c, name).acquire({ leaseTime: 10_000 , unit: 'ms' });
     const key = v.of(c, name).key;
     const ttl = await redis.pTTL(key);
     await expect(c.runInContext(() => v.of(c, name).unlock())).rejects.toBeInstanceOf(IllegalMonitorStateError);
@@ -172,7 +172,7 @@ function contract(topology: () => Topology, v: LockVariant): void {
       "A's renewal",
     );
     await redis.del(key);
-    const heldByB = await v.of(b, name).acquire({ waitTime: 0, leaseTime: 10_000 });
+    const heldByB = await v.of(b, name).acquire({ waitTime: 0, leaseTime: 10_000 , unit: 'ms' });
     const tookAt = performance.now();
     const ttlAtTake = await redis.pTTL(key);
     const event = await Promise.race([lost, sleep(watchdogMs / 3 + 500).then(() => undefined)]);
@@ -193,7 +193,7 @@ function contract(topology: () => Topology, v: LockVariant): void {
       const t = topology();
       const { c: waiterClient, name, key, held } = await contended(t, rival);
       const before = await scriptCalls(t, key);
-      const waiting = v.of(waiterClient, name).acquire({ waitTime: 5000, leaseTime: 10_000 });
+      const waiting = v.of(waiterClient, name).acquire({ waitTime: 5000, leaseTime: 10_000 , unit: 'ms' });
       // Parked: subscribed, and the attempt made after subscribing answered busy.
       await waitUntil(async () => waiterClient.stats().subscriptions === 1 && (await scriptCalls(t, key)) - before >= 2, 5000, 5, 'the waiter to park');
       await held.release();
@@ -208,10 +208,10 @@ function contract(topology: () => Topology, v: LockVariant): void {
   it("a waiter gets the lock at the holder's lease end when no message comes (TTL fallback)", async () => {
     const { client, redis } = topology();
     const name = newName();
-    await rival(client(), name).acquire({ leaseTime: 400 });
+    await rival(client(), name).acquire({ leaseTime: 400 , unit: 'ms' });
     const key = v.of(client(), name).key;
     const expiresAt = performance.now() + (await redis.pTTL(key));
-    const handle = await v.of(client(), name).acquire({ waitTime: 5000, leaseTime: 10_000 });
+    const handle = await v.of(client(), name).acquire({ waitTime: 5000, leaseTime: 10_000 , unit: 'ms' });
     const late = performance.now() - expiresAt;
     expect(late).toBeGreaterThan(-20);
     expect(late).toBeLessThan(300);
@@ -259,7 +259,7 @@ function contract(topology: () => Topology, v: LockVariant): void {
     expect(await redis.get(asString.key)).toBe('application data');
     const asHash = v.of(c, newName());
     await redis.hSet(asHash.key, 'field', 'value');
-    const hashError = await c.runInContext(() => asHash.acquire({ waitTime: 1000 })).catch((e: unknown) => e);
+    const hashError = await c.runInContext(() => asHash.acquire({ waitTime: 1000 , unit: 'ms' })).catch((e: unknown) => e);
     expect(hashError).toMatchObject({ key: asHash.key, actualType: 'hash', foundKind: undefined, askedKind: v.kind });
     expect(await redis.hGetAll(asHash.key)).toEqual({ field: 'value' });
     await redis.del(asString.key);
