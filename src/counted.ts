@@ -1,14 +1,15 @@
 import type { Core } from './core.js';
 import { auxName, mainKey } from './keys.js';
+import type { ObjectKind } from './kinds.js';
 import { runObjectScript, type ObjectRunOptions, type ObjectScript } from './redis/object-script.js';
 
 /**
- * The base of the objects whose state is one integer in a Redis string at `keyPrefix + name` (a
- * semaphore's free permits, a latch's count), changed by `ObjectScript`s that publish on the object's
- * channel `relock:channel:{name}:<kind>`.
+ * The base of the objects whose state is one integer at `keyPrefix + name` (a semaphore's free permits in
+ * a Redis string, a latch's count in a hash field), changed by `ObjectScript`s that publish on the
+ * object's channel `relock:channel:{name}:<kind>`.
  */
 export abstract class CountedObject {
-  /** The Redis key holding the count (a string). */
+  /** The Redis key holding the count (a semaphore's string, a latch's hash). */
   readonly key: string;
   /** The channel changes of the count are published on. */
   readonly channel: string;
@@ -18,6 +19,8 @@ export abstract class CountedObject {
     /** The name given to the factory (`getSemaphore`, `getCountDownLatch`). */
     readonly name: string,
     channelKind: string,
+    /** The kind of object (named in a `WrongTypeError`). */
+    private readonly kind: ObjectKind,
   ) {
     this.key = mainKey(core.keyPrefix, name);
     this.channel = auxName(core.keyPrefix, 'channel', this.key, channelKind);
@@ -28,20 +31,25 @@ export abstract class CountedObject {
     return this.name;
   }
 
-  /** The count as stored (`GET`), 0 when the key does not exist. */
+  /** The count as stored, 0 when the key does not exist (one `sendCountRead`, with retries). */
   protected async readCount(operation: string, deadline?: number, signal?: AbortSignal): Promise<number> {
     this.core.checkOpen();
-    const reply = await this.core.executor.run(operation, () => this.core.connection.send(this.key, ['GET', this.key]), {
+    const reply = await this.core.executor.run(operation, () => this.sendCountRead(), {
       idempotent: true,
       deadline,
       signal,
-      expects: { key: this.key, type: 'string' },
+      expects: { key: this.key, kind: this.kind },
     });
     return Number(reply ?? 0);
   }
 
+  /** One read of the count: `GET` (a semaphore's string); the latch overrides it. */
+  protected sendCountRead(): Promise<unknown> {
+    return this.core.connection.send(this.key, ['GET', this.key]);
+  }
+
   /** Runs one of the object's scripts on its key and channel. */
   protected run(operation: string, script: ObjectScript, args: readonly string[], options: ObjectRunOptions = {}): Promise<unknown> {
-    return runObjectScript(this.core, operation, script, [this.key], this.channel, args, { ...options, expects: { key: this.key, type: 'string' } });
+    return runObjectScript(this.core, operation, script, [this.key], this.channel, args, { ...options, expects: { key: this.key, kind: this.kind } });
   }
 }

@@ -1,3 +1,5 @@
+import type { ObjectKind } from './kinds.js';
+
 /**
  * The base class of relock's typed errors. Every error relock throws is a `RelockError` with a stable
  * `code` (an abort through an `AbortSignal` you passed rejects with that signal's reason instead); errors
@@ -92,20 +94,39 @@ export class InvalidArgumentError extends RelockError {
 }
 
 /**
- * The key of an object holds a value of another Redis type (Redis `WRONGTYPE`), e.g. a string at a lock's
- * key: the name is used by other data, or by another kind of relock object. Not retried.
+ * The key of an object is used by something else, and nothing was written to it. Either by another kind
+ * of relock object (`foundKind`): a name serves one kind at a time, e.g. a read-write lock cannot take a
+ * name an `RLock` holds (every acquire script checks the kind, see `ObjectKind`); or by data relock did
+ * not write: another Redis type (Redis `WRONGTYPE`, e.g. a string at a lock's key), or a hash without a
+ * relock kind. Not retried.
  */
 export class WrongTypeError extends RelockError {
+  /** The kind of relock object that holds the key, when it is one (`undefined`: other data). */
+  readonly foundKind: ObjectKind | undefined;
+  /** The kind of the object whose call failed (`undefined` only for errors made without it). */
+  readonly askedKind: ObjectKind | undefined;
+
   constructor(
     /** The Redis key (with `keyPrefix`). */
     readonly key: string,
     /** The type Redis reports for it (`TYPE`), e.g. `'string'`. */
     readonly actualType: string,
-    /** The type relock keeps there: `'hash'` for locks, `'string'` for semaphores and latches, `'zset'` for expirable semaphores. */
+    /** The type relock keeps there: `'hash'` for locks and latches, `'string'` for semaphores, `'zset'` for expirable semaphores. */
     readonly expectedType: string,
-    options?: { cause?: unknown },
+    options?: { cause?: unknown; foundKind?: ObjectKind | undefined; askedKind?: ObjectKind | undefined },
   ) {
-    super('WRONG_TYPE', `key "${key}" holds a Redis ${actualType}, not the ${expectedType} relock expects: the name is used by other data`, options);
+    const found = options?.foundKind;
+    const asked = options?.askedKind;
+    const what = asked === undefined ? `the ${expectedType} relock expects` : `what a ${asked} keeps there (a Redis ${expectedType})`;
+    super(
+      'WRONG_TYPE',
+      found !== undefined
+        ? `key "${key}" belongs to a ${found}, so a ${asked ?? 'relock object of another kind'} cannot use it: a name serves one kind of relock object at a time; nothing was written`
+        : `key "${key}" holds a Redis ${actualType} that is not ${what}: the name is used by other data; nothing was written`,
+      options,
+    );
+    this.foundKind = found;
+    this.askedKind = asked;
   }
 }
 

@@ -45,6 +45,7 @@ export {
   WrongTypeError,
 } from './errors.js';
 export { FencedLock } from './fenced-lock/fenced-lock.js';
+export type { ObjectKind } from './kinds.js';
 export { LockHandle } from './lock/handle.js';
 export { RLock, type AcquireOptions } from './lock/lock.js';
 export type { GroupLock } from './multi-lock/group-lock.js';

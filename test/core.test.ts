@@ -1,19 +1,8 @@
-/** The topology-independent core suites (test/shared/) on a standalone Redis; test/cluster/ runs them on a Cluster. */
+/** The topology-independent core suite (test/shared/family-core.ts) on a standalone Redis; test/cluster/ runs it on a Cluster. */
 import { familyCoreTests } from './shared/family-core.js';
-import { lockCoreTests } from './shared/lock-core.js';
 import { ownershipCoreTests } from './shared/ownership-core.js';
-import type { Topology } from './shared/topology.js';
-import { useRedis } from './support/harness.js';
-import { lockClient, numsub } from './support/helpers.js';
+import { useStandaloneTopology } from './shared/topology.js';
 
-const env = useRedis();
-const topology = (): Topology => ({
-  name: 'standalone',
-  client: (options) => lockClient(env.redis, options),
-  redis: env.redis,
-  subscribers: (channel) => numsub(env.redis, channel),
-});
-
-lockCoreTests(topology);
+const topology = useStandaloneTopology();
 familyCoreTests(topology);
 ownershipCoreTests(topology);

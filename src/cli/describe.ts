@@ -65,8 +65,6 @@ export interface Description {
   readonly permits?: Permits;
   /** Count-down latches: the count (0: open). */
   readonly count?: number;
-  /** A counter that could be a semaphore (free permits) or a latch (count). */
-  readonly value?: number;
   /** The object's channels and their subscribers (waiting processes, and `watch`es). */
   readonly channels: Array<{ readonly channel: string; readonly subscribers: number }>;
   /** Entries not shown because a key had more than `--limit` of them. */
@@ -84,6 +82,7 @@ function channelsOf(state: ObjectState, type: ObjectType): string[] {
     case 'lock':
     case 'fenced-lock':
       return [lock];
+    case 'spin-lock':
     case 'fair-lock':
       return [];
     case 'read-write-lock':
@@ -93,8 +92,6 @@ function channelsOf(state: ObjectState, type: ObjectType): string[] {
       return [permits];
     case 'count-down-latch':
       return [latch];
-    case 'semaphore-or-latch':
-      return [permits, latch];
   }
 }
 
@@ -135,6 +132,7 @@ function details(state: ObjectState, type: ObjectType, count: (channel: string) 
   const { main } = state;
   switch (type) {
     case 'lock':
+    case 'spin-lock':
       return { holders: holders(main) };
     case 'fenced-lock':
       return { holders: holders(main), ...(state.fence.value !== undefined ? { fencingToken: state.fence.value } : {}) };
@@ -147,9 +145,7 @@ function details(state: ObjectState, type: ObjectType, count: (channel: string) 
     case 'expirable-semaphore':
       return { permits: permits(state) };
     case 'count-down-latch':
-      return { count: Math.max(0, Number(main.value ?? 0)) };
-    case 'semaphore-or-latch':
-      return { value: Number(main.value ?? 0) };
+      return { count: Math.max(0, Number(main.hash.get('count') ?? 0)) };
   }
 }
 
@@ -160,8 +156,9 @@ function shown(key: KeyState): number {
   return key.type === 'list' ? key.list.length : key.size;
 }
 
+/** The owners of a lock hash and their hold counts (every field but `kind`). */
 function holders(main: KeyState): Holder[] {
-  return [...main.hash].map(([owner, holds]) => ({ owner, holds: Number(holds) }));
+  return [...main.hash].filter(([field]) => field !== 'kind').map(([owner, holds]) => ({ owner, holds: Number(holds) }));
 }
 
 function waiters(state: ObjectState, count: (channel: string) => number): Waiter[] {

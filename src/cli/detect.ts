@@ -1,22 +1,22 @@
 import type { LockClient } from '../client.js';
+import { OBJECT_KINDS, REDIS_TYPE, type ObjectKind } from '../kinds.js';
 import type { Connection } from '../redis/connection.js';
 import { usageError } from './errors.js';
 import { snapshot, subscribers, type KeyState, type Snapshot } from './snapshot.js';
 
-/**
- * The kinds of relock objects the command tells apart; `semaphore-or-latch` is a counter string, where a
- * semaphore's free permits and a latch's count look the same.
- */
-export const OBJECT_TYPES = ['lock', 'fenced-lock', 'fair-lock', 'read-write-lock', 'semaphore', 'expirable-semaphore', 'count-down-latch', 'semaphore-or-latch'] as const;
+/** The kinds of relock objects the command tells apart: the library's `ObjectKind`s. */
+export const OBJECT_TYPES = OBJECT_KINDS;
 
 /** One of `OBJECT_TYPES`. */
-export type ObjectType = (typeof OBJECT_TYPES)[number];
+export type ObjectType = ObjectKind;
 
 /** The lock types (those `force-unlock` applies to). */
-export type LockType = 'lock' | 'fenced-lock' | 'fair-lock' | 'read-write-lock';
+export type LockType = 'lock' | 'spin-lock' | 'fenced-lock' | 'fair-lock' | 'read-write-lock';
+
+const LOCK_TYPES: readonly ObjectType[] = ['lock', 'spin-lock', 'fenced-lock', 'fair-lock', 'read-write-lock'];
 
 /** Whether `type` is a lock. */
-export const isLockType = (type: ObjectType): type is LockType => type === 'lock' || type === 'fenced-lock' || type === 'fair-lock' || type === 'read-write-lock';
+export const isLockType = (type: ObjectType): type is LockType => LOCK_TYPES.includes(type);
 
 /** Every key and channel relock may keep for one name, as the library names them. */
 export interface ObjectKeys {
@@ -86,20 +86,8 @@ export type Detection =
   /** The name's key exists but holds data relock did not write. */
   | { readonly found: 'foreign'; readonly reason: string };
 
-/** The Redis type of the main key of each object type (missing is fine for all). */
-const MAIN_TYPE: Record<ObjectType, string> = {
-  lock: 'hash',
-  'fenced-lock': 'hash',
-  'fair-lock': 'hash',
-  'read-write-lock': 'hash',
-  semaphore: 'string',
-  'expirable-semaphore': 'zset',
-  'count-down-latch': 'string',
-  'semaphore-or-latch': 'string',
-};
-
-/** An owner id `clientId:contextId` (a read-write lock's write holds add `:write`) with a positive hold count. */
-const OWNER_FIELD = /^[\w-]+:[\w-]+(:write)?$/;
+/** The kinds whose hash carries a `kind` field (a read-write lock's has `mode` instead). */
+const MARKED_KINDS: readonly ObjectType[] = ['lock', 'spin-lock', 'fenced-lock', 'fair-lock', 'count-down-latch'];
 /** A permit id `clientId-n` (`clientId-n:i` when several were taken at once). */
 const PERMIT_ID = /^[\w-]+-[0-9a-z]+(:\d+)?$/;
 const INTEGER = /^-?\d+$/;
@@ -107,32 +95,27 @@ const INTEGER = /^-?\d+$/;
 const exists = (key: KeyState): boolean => key.type !== 'none';
 
 /**
- * The object type `state` shows, from the Redis type of its main key and which auxiliary keys exist.
- * A counter string can be a semaphore or a latch: `subs` (subscribers per channel) settles it when one of
- * them has waiters, and a count <= 0 is always a semaphore (a latch deletes its key at zero). A missing
- * main key without auxiliary keys is resolved by the channels that have subscribers, else it is nothing.
+ * The object type `state` shows: a hash's `kind` field (or `mode` for a read-write lock), a counter
+ * string is a semaphore, a sorted set of permit ids an expirable semaphore. A missing main key is
+ * resolved by the auxiliary keys that exist and the channels that have subscribers, else it is nothing.
  */
 function detect(state: ObjectState, subs: ReadonlyMap<string, number> = new Map()): Detection {
   const { main, keys } = state;
   const listened = (channel: string): boolean => (subs.get(channel) ?? 0) > 0;
   const object = (type: ObjectType): Detection => ({ found: 'object', type });
   switch (main.type) {
-    case 'hash':
+    case 'hash': {
+      const kind = main.hash.get('kind') as ObjectType | undefined;
+      if (kind !== undefined && MARKED_KINDS.includes(kind)) return object(kind);
       if (main.hash.has('mode') || exists(state.leases)) return object('read-write-lock');
-      if (exists(state.queue) || exists(state.timeout)) return object('fair-lock');
-      if (exists(state.fence)) return object('fenced-lock');
-      if ([...main.hash].every(([field, count]) => OWNER_FIELD.test(field) && Number(count) >= 1)) return object('lock');
-      return { found: 'foreign', reason: `${main.key} is a hash whose fields are not relock owner ids (clientId:contextId)` };
+      return { found: 'foreign', reason: `${main.key} is a hash without the kind field every relock hash has` };
+    }
     case 'zset':
       if (exists(state.permits) || main.zset.every(({ member }) => PERMIT_ID.test(member))) return object('expirable-semaphore');
       return { found: 'foreign', reason: `${main.key} is a sorted set whose members are not relock permit ids` };
     case 'string': {
       if (main.value === undefined || !INTEGER.test(main.value)) return { found: 'foreign', reason: `${main.key} is a string that is not a relock counter (an integer)` };
-      const permits = listened(keys.channels.permits);
-      const latch = listened(keys.channels.latch);
-      if (Number(main.value) <= 0 || (permits && !latch)) return object('semaphore');
-      if (latch && !permits) return object('count-down-latch');
-      return object('semaphore-or-latch');
+      return object('semaphore');
     }
     case 'none':
       if (exists(state.permits)) return object('expirable-semaphore');
@@ -170,8 +153,8 @@ export async function inspectObject(
   const [state, counts] = await Promise.all([readState(connection, keys, limit), subscribers(connection, baseChannels(keys))]);
   const subs = new Map([...counts].map(([channel, n]) => [channel, Math.max(0, n - (own.get(channel) ?? 0))]));
   if (forced === undefined) return { state, subs, detection: detect(state, subs) };
-  if (state.main.type !== 'none' && state.main.type !== MAIN_TYPE[forced]) {
-    throw usageError(`${state.main.key} is a Redis ${state.main.type}, but a ${forced} keeps a ${MAIN_TYPE[forced]} there`);
+  if (state.main.type !== 'none' && state.main.type !== REDIS_TYPE[forced]) {
+    throw usageError(`${state.main.key} is a Redis ${state.main.type}, but a ${forced} keeps a ${REDIS_TYPE[forced]} there`);
   }
   return { state, subs, detection: { found: 'object', type: forced } };
 }

@@ -16,8 +16,8 @@ export interface CommonOptions {
 /** The Redis URL used when neither `--url` nor `REDIS_URL` is given. */
 export const DEFAULT_URL = 'redis://localhost:6379';
 
-/** The object types `--type` accepts: every detected type but the ambiguous counter, and `latch` for `count-down-latch`. */
-const TYPE_CHOICES = [...OBJECT_TYPES.filter((type) => type !== 'semaphore-or-latch'), 'latch'];
+/** The object types `--type` accepts: every object type, and `latch` for `count-down-latch`. */
+const TYPE_CHOICES = [...OBJECT_TYPES, 'latch'];
 
 /** `--json`, `--url`, `--cluster` and `--prefix`, which every command takes first. */
 export const COMMON_OPTIONS: readonly OptionSpec[] = [
@@ -27,7 +27,7 @@ export const COMMON_OPTIONS: readonly OptionSpec[] = [
   { flags: '--prefix <prefix>', description: 'the keyPrefix of the LockClient that created the objects', default: '' },
 ];
 
-/** The `--type <type>` option, which skips detection (needed for a counter that could be a semaphore or a latch). */
+/** The `--type <type>` option, which skips detection (for a name that has no keys yet, e.g. to `watch` it). */
 export const TYPE_OPTION: OptionSpec = { flags: '--type <type>', description: 'the object type, instead of detecting it', choices: TYPE_CHOICES };
 
 /** An option value parser for a whole number >= `min` (a bad value is a usage error). */

@@ -3,14 +3,14 @@ import type { Description, Holder, SideHolder } from './describe.js';
 
 /** How each object type is called in text output, with the library class behind it. */
 export const TYPE_LABEL: Record<ObjectType, string> = {
-  lock: 'lock (RLock / SpinLock)',
+  lock: 'lock (RLock)',
+  'spin-lock': 'spin lock (SpinLock)',
   'fenced-lock': 'fenced lock (FencedLock)',
   'fair-lock': 'fair lock (RFairLock)',
   'read-write-lock': 'read-write lock (RReadWriteLock)',
   semaphore: 'semaphore (RSemaphore)',
   'expirable-semaphore': 'expirable semaphore (RPermitExpirableSemaphore)',
   'count-down-latch': 'count-down latch (RCountDownLatch)',
-  'semaphore-or-latch': 'semaphore or count-down latch (a counter: the two look the same in Redis; pass --type)',
 };
 
 /** A duration for people: `850 ms`, `12.3 s`, `4 m 05 s`, `2 h 03 m`; negative values read `expired`. */
@@ -80,7 +80,6 @@ function describeSections(d: Description): Section[] {
     sections.push({ label: 'permits', value: `${p.total} in all, ${p.taken} taken, ${p.free} free${expired}`, rows: p.leases.map((l) => [l.id, `lease ${duration(l.remainingMs)} left`]) });
   }
   if (d.count !== undefined) sections.push({ label: 'count', value: `${d.count}${d.count === 0 ? ' (open)' : ''}` });
-  if (d.value !== undefined) sections.push({ label: 'value', value: `${d.value}  (as a semaphore: ${plural(d.value, 'free permit')}; as a latch: count ${d.value})` });
   if (d.channels.length > 0) sections.push({ label: 'channels', value: '', rows: d.channels.map((c) => [c.channel, plural(c.subscribers, 'subscriber')]) });
   return sections;
 }

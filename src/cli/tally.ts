@@ -8,7 +8,7 @@ export interface Tally {
   readonly holders: ReadonlyMap<string, number>;
   /** Fair-lock waiters. */
   readonly waiting: ReadonlySet<string>;
-  /** A semaphore's free permits, a latch's count, a counter's value. */
+  /** A semaphore's free permits, a latch's count. */
   readonly counter: number | undefined;
 }
 
@@ -18,8 +18,7 @@ export interface Change {
    * `acquire` / `release`: a lock owner's hold count rose or fell (`owner`, `holds` now), an expirable
    * permit appeared or went (`permit`; gone by release or expiry), or a semaphore's free count fell or rose
    * (`permits`, by how many: a rise is a release, `addPermits` or `trySetPermits`); `enqueue` / `dequeue`:
-   * a fair-lock waiter joined or left the queue (`owner`); `count`: a latch's count or a counter's value
-   * changed (`from`, `to`).
+   * a fair-lock waiter joined or left the queue (`owner`); `count`: a latch's count changed (`from`, `to`).
    */
   readonly event: 'acquire' | 'release' | 'enqueue' | 'dequeue' | 'count';
   readonly owner?: string;
@@ -41,7 +40,7 @@ export function tally(d: Description | undefined): Tally {
     type: d?.type,
     holders,
     waiting: new Set((d?.queue ?? []).map((w) => w.owner)),
-    counter: d?.freePermits ?? d?.count ?? d?.value,
+    counter: d?.freePermits ?? d?.count,
   };
 }
 

@@ -4,7 +4,7 @@ import { InvalidArgumentError } from '../errors.js';
 import { RECONNECTED, type WakeRule } from '../pubsub/channels.js';
 import { waitFor, type Attempt } from '../pubsub/wait.js';
 import { checkOptions, optionWait, type TimeUnit } from '../time.js';
-import { COUNT_DOWN, TRY_SET_COUNT } from './scripts.js';
+import { COUNT_DOWN, READ_COUNT, TRY_SET_COUNT } from './scripts.js';
 
 /**
  * Options of `RCountDownLatch.await()`. Give the wait time in milliseconds (`waitMs`) or with its unit
@@ -29,7 +29,8 @@ const WAKE_ALL_AT_ZERO: WakeRule = (message) => (message === '0' || message === 
  * anywhere, and every awaiter in every process is released when it reaches zero. A latch is single-use:
  * at zero its key is deleted, and `trySetCount` may start a new round.
  *
- * Redis keys: a string at `keyPrefix + name` holding the count (missing = 0 = open), transient request
+ * Redis keys: a hash at `keyPrefix + name` with the count in `count` and `kind` = `count-down-latch`
+ * (missing = 0 = open; a name serves one kind of object at a time, see `ObjectKind`), transient request
  * latches `relock:unlock:{name}:<requestId>`; channel `relock:channel:{name}:latch`, where `0` is
  * published when the count reaches zero (sharded pub/sub on a cluster). All share the name's hash tag.
  * Create latch objects with `LockClient.getCountDownLatch(name)`.
@@ -37,11 +38,16 @@ const WAKE_ALL_AT_ZERO: WakeRule = (message) => (message === '0' || message === 
 export class RCountDownLatch extends CountedObject {
   /** @internal Use `LockClient.getCountDownLatch(name)`. */
   constructor(core: Core, name: string) {
-    super(core, name, 'latch');
+    super(core, name, 'latch', 'count-down-latch');
+  }
+
+  /** Reads the count with a script that checks the key's kind (`HMGET` of `kind` and `count`). */
+  protected override sendCountRead(): Promise<unknown> {
+    return READ_COUNT.run(this.core.connection, [this.key], []);
   }
 
   /**
-   * Sets the count if the latch is open (its key does not exist) (Redisson's `trySetCount`; `SETNX`).
+   * Sets the count if the latch is open (its key does not exist) (Redisson's `trySetCount`).
    * Resolves to true when set, false when a count is already running. Throws `InvalidArgumentError`
    * (not an integer >= 1), `WrongTypeError`, `RedisUnavailableError`, `ClientClosedError`.
    */
@@ -53,7 +59,7 @@ export class RCountDownLatch extends CountedObject {
   }
 
   /**
-   * Counts down by one (Redisson's `countDown`; `DECR`); at zero deletes the key and releases every
+   * Counts down by one (Redisson's `countDown`; `HINCRBY … -1`); at zero deletes the key and releases every
    * awaiter. Resolves to the new count (0 also when the latch was already open, which is left as is).
    * Exactly once per call: a retry after a lost reply replays the first answer instead of counting down
    * again (request latch). Throws `WrongTypeError`, `RedisUnavailableError`, `ClientClosedError`.
@@ -62,7 +68,7 @@ export class RCountDownLatch extends CountedObject {
     return Number(await this.run('latch.countDown', COUNT_DOWN, []));
   }
 
-  /** The current count (`GET`; 0 when the latch is open). Throws `WrongTypeError`, `RedisUnavailableError`, `ClientClosedError`. */
+  /** The current count (`HMGET`; 0 when the latch is open). Throws `WrongTypeError`, `RedisUnavailableError`, `ClientClosedError`. */
   async getCount(): Promise<number> {
     return Math.max(0, await this.readCount('latch.getCount'));
   }

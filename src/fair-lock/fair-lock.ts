@@ -1,6 +1,6 @@
 import type { Core } from '../core.js';
 import { auxName } from '../keys.js';
-import { RLock, type AcquireResult, type Grant } from '../lock/lock.js';
+import { acquireResult, RLock, type AcquireResult, type Grant } from '../lock/lock.js';
 import type { Attempt } from '../pubsub/wait.js';
 import { FAIR_ACQUIRE, FAIR_FORCE_UNLOCK, FAIR_LEAVE, FAIR_UNLOCK } from './scripts.js';
 
@@ -14,7 +14,7 @@ const WAKE_ONE = (): number => 1;
  * newcomer, even one in the releasing process.
  *
  * Redis keys (all with the name's hash tag, so one slot): the lock hash at `keyPrefix + name` (as
- * `RLock`'s), the queue `relock:queue:{name}` (LIST of waiting owner ids, head first) and the waiters'
+ * `RLock`'s, with `kind` = `fair-lock`), the queue `relock:queue:{name}` (LIST of waiting owner ids, head first) and the waiters'
  * deadlines `relock:timeout:{name}` (ZSET owner id → Redis server time in ms), unlock latches as `RLock`.
  * Channels: one per waiting owner, `relock:channel:{name}:<owner id>`; an unlock wakes only the head of
  * the queue, and a waiter that becomes the head (the one before it acquired or left) is told so.
@@ -37,6 +37,7 @@ export class RFairLock extends RLock {
   readonly timeoutKey: string;
   /** Owners waiting through this object (their attempts join the queue), with the number of their waits. */
   private readonly waiting = new Map<string, number>();
+  protected override readonly kind = 'fair-lock';
 
   /** @internal Use `LockClient.getFairLock(name)`. */
   constructor(core: Core, name: string) {
@@ -66,7 +67,7 @@ export class RFairLock extends RLock {
         String(Math.max(1, Math.floor(fairLockWaitTimeout / 3))),
       ],
     );
-    return reply === null ? { granted: true } : { granted: false, ttl: Number(reply) };
+    return acquireResult(reply);
   }
 
   /**

@@ -1,5 +1,9 @@
-import { unlockSource } from '../lock/scripts.js';
+import { WRONG_KIND } from '../kinds.js';
+import { holdSource, unlockSource } from '../lock/scripts.js';
 import { Script } from '../redis/script.js';
+
+/** The fair lock's kind, as its hash's `kind` field holds it (a Lua string). */
+const KIND = "'fair-lock'";
 
 /**
  * RFairLock scripts (after Redisson's `RedissonFairLock`, with liveness deadlines instead of positional
@@ -37,37 +41,34 @@ end
 const PRELUDE = prelude('KEYS[2]', 'KEYS[3]');
 
 /**
- * Acquire. ARGV[1] = lease (ms), ARGV[2] = owner, ARGV[3] = guard ('' or the hold count before an attempt
- * whose reply was lost, as RLock's), ARGV[4] = fairLockWaitTimeout (ms), ARGV[5] = '1' to join (or stay
- * in) the queue when not granted, '0' for a single attempt, ARGV[6] = channel prefix (a waiter listens on
+ * Acquire, from the hash locks' shared Lua (`holdSource`: kind check, guard, reentry rule, first grant).
+ * ARGV[1] = lease (ms), ARGV[2] = owner, ARGV[3] = guard ('' or the hold count before an attempt whose
+ * reply was lost, as RLock's), ARGV[4] = fairLockWaitTimeout (ms), ARGV[5] = '1' to join (or stay in) the
+ * queue when not granted, '0' for a single attempt, ARGV[6] = channel prefix (a waiter listens on
  * prefix:owner), ARGV[7] = publish command, ARGV[8] = longest retry (ms, a third of the wait timeout).
- * Grants a reentrant acquisition, or a first one when the lock is free and the queue empty or headed by
- * the owner (who then leaves the queue, and the next waiter is told it is the head). Otherwise, when
- * joining, adds the owner at the tail or refreshes its deadline. Returns nil when granted, else the ms
- * after which to retry without a message: the holder's PTTL for the head, the nearest waiter deadline
- * (a dead waiter's removal can change the head), at most ARGV[8].
+ * Grants a reentrant acquisition (the TTL raised to the lease, never lowered, as RLock's), or a first one
+ * when the lock is free and the queue empty or headed by the owner (who then leaves the queue, and the
+ * next waiter is told it is the head). Otherwise, when joining, adds the owner at the tail or refreshes
+ * its deadline. Returns nil when granted, else the ms after which to retry without a message: the
+ * holder's PTTL for the head, the nearest waiter deadline (a dead waiter's removal can change the head),
+ * at most ARGV[8]; a WRONGTYPE error (nothing written) when the key belongs to another kind.
  */
 export const FAIR_ACQUIRE = new Script(
   'fairLock.acquire',
-  `local guard = tonumber(ARGV[3])
-if guard ~= nil and tonumber(redis.call('hget', KEYS[1], ARGV[2]) or '0') == guard + 1 then
-  redis.call('pexpire', KEYS[1], ARGV[1])
-  return nil
+  `${holdSource(KIND)}local free = redis.call('exists', KEYS[1]) == 0
+if not free then
+  local entered = enter()
+  if type(entered) == 'table' then return entered end
+  if entered then return nil end
 end
 ${PRELUDE}
-if redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
-  redis.call('hincrby', KEYS[1], ARGV[2], 1)
-  redis.call('pexpire', KEYS[1], ARGV[1])
-  return nil
-end
 local head = redis.call('lindex', queue, 0)
-if redis.call('exists', KEYS[1]) == 0 and (not head or head == ARGV[2]) then
+if free and (not head or head == ARGV[2]) then
   if head then
     redis.call('lpop', queue)
     redis.call('zrem', timeouts, ARGV[2])
   end
-  redis.call('hset', KEYS[1], ARGV[2], 1)
-  redis.call('pexpire', KEYS[1], ARGV[1])
+  grant()
   notify(first, ARGV[2], ARGV[6], ARGV[7])
   return nil
 end
@@ -103,11 +104,16 @@ export const FAIR_UNLOCK = new Script(
 
 /**
  * Force unlock. ARGV[1] = channel prefix, ARGV[2] = publish command. Deletes the lock whoever holds it and
- * wakes the head of the queue. Returns 1 when a lock was deleted, else 0.
+ * wakes the head of the queue. Returns 1 when a lock was deleted, else 0; a WRONGTYPE error (nothing
+ * written) when the key belongs to another kind or holds another Redis type.
  */
 export const FAIR_FORCE_UNLOCK = new Script(
   'fairLock.forceUnlock',
-  `${PRELUDE}
+  `${WRONG_KIND}if redis.call('exists', KEYS[1]) == 1 then
+  local found = redis.call('hget', KEYS[1], 'kind')
+  if found ~= ${KIND} then return wrongKind(found) end
+end
+${PRELUDE}
 if redis.call('del', KEYS[1]) == 1 then
   notify(nil, '', ARGV[1], ARGV[2])
   return 1

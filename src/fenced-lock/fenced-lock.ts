@@ -17,12 +17,13 @@ import { FENCED_ACQUIRE } from './scripts.js';
  * to a replica that had not received the last increments, or the counter evicted (use a
  * `maxmemory-policy` that never evicts keys without a TTL: `noeviction` or a `volatile-*` policy).
  *
- * Redis keys: the lock hash (as `RLock`) and the counter `relock:fence:{name}` (a string, no TTL, never
- * deleted by relock); channel as `RLock`. Everything else is `RLock`'s.
+ * Redis keys: the lock hash (as `RLock`, with `kind` = `fenced-lock`) and the counter `relock:fence:{name}`
+ * (a string, no TTL, never deleted by relock); channel as `RLock`. Everything else is `RLock`'s.
  */
 export class FencedLock extends RLock {
   /** The Redis key of the fencing counter. */
   readonly fenceKey: string;
+  protected override readonly kind = 'fenced-lock';
 
   /** @internal Use `LockClient.getFencedLock(name)`. */
   constructor(core: Core, name: string) {
@@ -67,7 +68,7 @@ export class FencedLock extends RLock {
   }
 
   protected override async runAcquire(owner: string, lease: string, guard: string): Promise<AcquireResult> {
-    const [granted, value] = (await FENCED_ACQUIRE.run(this.core.connection, [this.key, this.fenceKey], [lease, owner, guard])) as [number, string | number];
+    const [granted, value] = (await FENCED_ACQUIRE.run(this.core.connection, [this.key, this.fenceKey], [lease, owner, guard, this.kind])) as [number, string | number];
     return Number(granted) === 1 ? { granted: true, token: BigInt(value) } : { granted: false, ttl: Number(value) };
   }
 }

@@ -3,6 +3,7 @@ import { allLanded, detachedContext, landed, owningContext, recordAcquired, reco
 import type { Core } from '../core.js';
 import { ClientClosedError, IllegalMonitorStateError, InvalidArgumentError, LockAcquireTimeoutError, RedisUnavailableError } from '../errors.js';
 import { auxName, mainKey } from '../keys.js';
+import type { ObjectKind } from '../kinds.js';
 import type { WakeRule } from '../pubsub/channels.js';
 import { waitFor, type Attempt } from '../pubsub/wait.js';
 import { checkOptions, leaseMillis, monotonic, optionLease, optionWait, waitMillis, type TimeUnit } from '../time.js';
@@ -104,14 +105,17 @@ export type AcquireResult = { readonly granted: true; readonly token?: bigint } 
 
 const GRANTED: AcquireResult = Object.freeze({ granted: true });
 
+/** The answer of an acquire script that returns nil when granted, else the holder's PTTL (RLock, spin, fair, read-write). */
+export const acquireResult = (reply: unknown): AcquireResult => (reply === null ? GRANTED : { granted: false, ttl: Number(reply) });
+
 /** One message on a lock's channel wakes one local waiter. */
 const WAKE_ONE = (): number => 1;
 
 /**
  * A reentrant distributed lock with Redisson's `RLock` semantics.
  *
- * Redis keys: a hash at `keyPrefix + name` (field = owner id `clientId:contextId`, value = hold count),
- * transient unlock latches `relock:unlock:{name}:<requestId>`; channel `relock:channel:{name}` (an
+ * Redis keys: a hash at `keyPrefix + name` (field = owner id `clientId:contextId`, value = hold count;
+ * field `kind` = `lock`: a name serves one kind of object at a time, see `ObjectKind`), transient unlock latches `relock:unlock:{name}:<requestId>`; channel `relock:channel:{name}` (an
  * unlock publishes `0` there; on Redis Cluster with sharded pub/sub). All share the name's hash tag.
  *
  * Ownership inside a context (`runInContext`, `withLock`, a per-request context from middleware), as
@@ -139,6 +143,8 @@ export class RLock {
   private contextless: Contextless[] = [];
   /** A grant to a new owner proves every other owner's hold gone (every lock but the read lock). */
   protected readonly exclusive: boolean = true;
+  /** The kind of lock, kept in its hash's `kind` field and checked by every acquisition; each variant has its own. */
+  protected readonly kind: ObjectKind = 'lock';
   /** This lock's entry in a context's holds (`clientId + ' ' + key`; the read and write locks of one read-write lock differ). */
   protected readonly holdKey: string;
   private readonly latchPrefix: string;
@@ -180,10 +186,12 @@ export class RLock {
    * Without `leaseTime` the lock lives `lockWatchdogTimeout` and the watchdog renews it until unlocked;
    * with it, the lock expires `leaseTime` after the acquisition and is not renewed. Reentrant inside a
    * context: the owner's hold count rises by one, and the lock's TTL is raised to this acquisition's lease
-   * if it was shorter. Outside any context it is not reentrant (see the class description): called twice
-   * on one object without an unlock in between, the second call waits for the first hold (a
-   * self-deadlock, as with any mutex). Resolves once held. Throws `InvalidArgumentError` (bad time or
-   * unit), `WrongTypeError` (the key holds another type), `RedisUnavailableError`, `ClientClosedError`.
+   * when it is shorter, never lowered (Redisson resets it to the inner lease, which can cut an outer hold
+   * short). Outside any context it is not reentrant (see the class description): called twice on one
+   * object without an unlock in between, the second call waits for the first hold (a self-deadlock, as
+   * with any mutex). Resolves once held. Throws `InvalidArgumentError` (bad time or unit),
+   * `WrongTypeError` (the key holds another type, or another kind of relock object holds the name),
+   * `RedisUnavailableError`, `ClientClosedError`.
    */
   async lock(leaseTime?: number, unit?: TimeUnit): Promise<void> {
     const lease = leaseTime === undefined ? undefined : leaseMillis(leaseTime, requireUnit(unit));
@@ -256,19 +264,19 @@ export class RLock {
    * a `0` published on its channel, nothing for a spin lock). Resolves to true when a lock was deleted.
    * Holders are not told, except a watchdog holder through its next renewal (`lockLost`, reason
    * `'expired'`); this client's own renewals of the lock stop at once. A key that holds another type
-   * (application data) is left alone. Throws `WrongTypeError` (then), `RedisUnavailableError`,
-   * `ClientClosedError`.
+   * (application data) or belongs to another kind of relock object is left alone. Throws
+   * `WrongTypeError` (then), `RedisUnavailableError`, `ClientClosedError`.
    */
   async forceUnlock(): Promise<boolean> {
     this.core.checkOpen();
     this.core.watchdog.forget(this.key);
-    const deleted = await this.core.executor.run('forceUnlock', () => this.runForceUnlock(), { idempotent: true, expects: { key: this.key, type: 'hash' } });
+    const deleted = await this.core.executor.run('forceUnlock', () => this.runForceUnlock(), { idempotent: true, expects: this.expects });
     return Number(deleted) === 1;
   }
 
   /** Runs the force-unlock script once: 1 when a lock was deleted, else 0. The fair lock overrides it. */
   protected runForceUnlock(): Promise<unknown> {
-    return FORCE_UNLOCK.run(this.core.connection, [this.key], [this.releaseChannel(), this.core.connection.publishCommand]);
+    return FORCE_UNLOCK.run(this.core.connection, [this.key], [this.releaseChannel(), this.core.connection.publishCommand, this.kind]);
   }
 
   /** Whether anyone holds the lock (`EXISTS` on its key). Throws `RedisUnavailableError`, `ClientClosedError`. */
@@ -387,7 +395,7 @@ export class RLock {
           idempotent: true,
           deadline,
           signal,
-          expects: { key: this.key, type: 'hash' },
+          expects: this.expects,
           onAmbiguous: () => {
             acq.armed = true;
             this.unsettle(ctx, sentAt + acq.lease);
@@ -441,12 +449,11 @@ export class RLock {
   }
 
   /**
-   * Runs the acquire script once (`guard`: '' or the hold count before a lost attempt). The fenced lock
-   * overrides it to take a token in the same script.
+   * Runs the acquire script once (`guard`: '' or the hold count before a lost attempt) for this lock's
+   * `kind`. The fenced lock overrides it to take a token in the same script.
    */
   protected async runAcquire(owner: string, lease: string, guard: string): Promise<AcquireResult> {
-    const reply = await ACQUIRE.run(this.core.connection, [this.key], [lease, owner, guard]);
-    return reply === null ? GRANTED : { granted: false, ttl: Number(reply) };
+    return acquireResult(await ACQUIRE.run(this.core.connection, [this.key], [lease, owner, guard, this.kind]));
   }
 
   /**
@@ -557,7 +564,7 @@ export class RLock {
     const latch = core.latches.next(this.latchPrefix);
     let reply: unknown;
     try {
-      reply = await core.executor.run('lock.unlock', (attempt) => this.runUnlock(owner, latch, attempt), { idempotent: true, expects: { key: this.key, type: 'hash' } });
+      reply = await core.executor.run('lock.unlock', (attempt) => this.runUnlock(owner, latch, attempt), { idempotent: true, expects: this.expects });
     } finally {
       core.latches.release(latch);
     }
@@ -662,9 +669,14 @@ export class RLock {
     });
   }
 
+  /** What a WRONGTYPE reply on this lock's key is reported as. */
+  protected get expects(): { key: string; kind: ObjectKind } {
+    return { key: this.key, kind: this.kind };
+  }
+
   private read(args: string[]): Promise<unknown> {
     this.core.checkOpen();
-    return this.core.executor.run(args[0]!, () => this.core.connection.send(this.key, args), { idempotent: true, expects: { key: this.key, type: 'hash' } });
+    return this.core.executor.run(args[0]!, () => this.core.connection.send(this.key, args), { idempotent: true, expects: this.expects });
   }
 }
 

@@ -1,42 +1,72 @@
+import { WRONG_KIND } from '../kinds.js';
 import { Script } from '../redis/script.js';
 
 /**
  * RLock scripts (Redisson's `RedissonLock` scripts). The lock is a hash at the lock key: field = owner
- * id (`clientId:contextId`), value = hold count.
+ * id (`clientId:contextId`), value = hold count, and the field `kind` naming the kind of lock (`lock`,
+ * `spin-lock`, `fenced-lock`, `fair-lock`; see `ObjectKind`).
  */
 
 /**
- * The acquire script of every hash lock, with what it returns in each case: `lostReply` when a retry finds
- * that its lost attempt went through (`guard` = ARGV[3], the hold count before it: the owner's count is
- * already one more, so no second hold is added), `granted` after a first acquisition (hold count 1, TTL =
- * the lease) or a reentrant one (hold count + 1, TTL raised to the lease if it was shorter: an inner
- * shorter lease never cuts an outer hold short, where Redisson resets the TTL to it), `busy` when another
- * owner holds it. KEYS[1] = lock (more keys for variants); ARGV[1] = lease (ms), ARGV[2] = owner,
- * ARGV[3] = guard or ''.
+ * Lua shared by the acquire scripts of the hash locks (RLock, spin, fenced, fair), for KEYS[1] = lock,
+ * ARGV[1] = lease (ms), ARGV[2] = owner, ARGV[3] = guard ('' or the owner's hold count before an attempt
+ * whose reply was lost), with `kind` a Lua expression naming the lock's kind (see `ObjectKind`):
+ * - `extend()`, the reentry rule of every hash lock: the TTL is raised to the lease when it is shorter and
+ *   never lowered, so an inner shorter lease never cuts an outer hold short (Redisson resets the TTL to
+ *   the inner lease, which can expire an outer watchdog hold before its next renewal).
+ * - `grant()`: a first hold, hold count 1 and the `kind` field in one `HSET`, TTL = the lease.
+ * - `enter()`, for a lock key that exists: the `WRONGTYPE relock:<kind>` error reply when it belongs to
+ *   another kind (nothing written); `'replay'` when the guard finds the hold of the lost attempt (the
+ *   owner's count is already one more than before it: no second hold is added, the TTL follows the
+ *   rule); `'reentered'` after adding a hold of the owner (hold count + 1, TTL per the rule); false when
+ *   another owner holds it. The kind and the owner's count are read in one `HMGET`, which Redis refuses
+ *   with WRONGTYPE when the key is no hash.
  */
-export function acquireSource(results: { lostReply: string; granted: string; busy: string }): string {
-  return `local function extend()
+export function holdSource(kind: string): string {
+  return `${WRONG_KIND}local function extend()
   if redis.call('pttl', KEYS[1]) < tonumber(ARGV[1]) then redis.call('pexpire', KEYS[1], ARGV[1]) end
 end
-local guard = tonumber(ARGV[3])
-if guard ~= nil and tonumber(redis.call('hget', KEYS[1], ARGV[2]) or '0') == guard + 1 then
-  extend()
-  ${results.lostReply}
-end
-if redis.call('exists', KEYS[1]) == 0 then
-  redis.call('hset', KEYS[1], ARGV[2], 1)
+local function grant()
+  redis.call('hset', KEYS[1], ARGV[2], 1, 'kind', ${kind})
   redis.call('pexpire', KEYS[1], ARGV[1])
-  ${results.granted}
 end
-if redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
+local function enter()
+  local held = redis.call('hmget', KEYS[1], 'kind', ARGV[2])
+  if held[1] ~= ${kind} then return wrongKind(held[1]) end
+  local count = tonumber(held[2] or '0')
+  if count == 0 then return false end
+  local guard = tonumber(ARGV[3])
+  if guard ~= nil and count == guard + 1 then
+    extend()
+    return 'replay'
+  end
   redis.call('hincrby', KEYS[1], ARGV[2], 1)
   extend()
+  return 'reentered'
+end
+`;
+}
+
+/**
+ * The acquire script of RLock, the spin lock and the fenced lock, with what it returns in each case:
+ * `lostReply` when a retry finds that its lost attempt went through, `granted` after a first or reentrant
+ * acquisition, `busy` when another owner holds the lock; a WRONGTYPE error when the key belongs to another
+ * kind (see `holdSource`). KEYS[1] = lock (more keys for variants); ARGV[1] = lease (ms), ARGV[2] = owner,
+ * ARGV[3] = guard or '', ARGV[4] = the lock's kind (`lock`, `spin-lock`, `fenced-lock`).
+ */
+export function acquireSource(results: { lostReply: string; granted: string; busy: string }): string {
+  return `${holdSource('ARGV[4]')}if redis.call('exists', KEYS[1]) == 0 then
+  grant()
   ${results.granted}
 end
+local entered = enter()
+if type(entered) == 'table' then return entered end
+if entered == 'replay' then ${results.lostReply} end
+if entered then ${results.granted} end
 ${results.busy}`;
 }
 
-/** RLock acquire: nil when acquired, else the holder's PTTL in ms (-1: the key has no TTL). */
+/** RLock and spin-lock acquire: nil when acquired, else the holder's PTTL in ms (-1: the key has no TTL). */
 export const ACQUIRE = new Script(
   'lock.acquire',
   acquireSource({ lostReply: 'return nil', granted: 'return nil', busy: "return redis.call('pttl', KEYS[1])" }),
@@ -88,21 +118,19 @@ return result`;
 export const UNLOCK = new Script('lock.unlock', unlockSource({ released: "if ARGV[2] ~= '' then redis.call(ARGV[3], ARGV[2], '0') end" }));
 
 /**
- * Force unlock. KEYS[1] = lock. ARGV[1] = channel ('' to publish nothing), ARGV[2] = publish command.
- * Returns 1 when a lock was deleted, else 0; a WRONGTYPE error when the key holds something else (it is
- * left alone: never delete application data).
+ * Force unlock. KEYS[1] = lock. ARGV[1] = channel ('' to publish nothing), ARGV[2] = publish command,
+ * ARGV[3] = the lock's kind. Returns 1 when a lock was deleted, else 0; a WRONGTYPE error when the key
+ * holds another Redis type or belongs to another kind (it is left alone: never delete another object's
+ * key or application data).
  */
 export const FORCE_UNLOCK = new Script(
   'lock.forceUnlock',
-  `local kind = redis.call('type', KEYS[1])['ok']
-if kind ~= 'hash' and kind ~= 'none' then
-  return redis.error_reply('WRONGTYPE Operation against a key holding the wrong kind of value')
-end
-if redis.call('del', KEYS[1]) == 1 then
-  if ARGV[1] ~= '' then redis.call(ARGV[2], ARGV[1], '0') end
-  return 1
-end
-return 0`,
+  `${WRONG_KIND}if redis.call('exists', KEYS[1]) == 0 then return 0 end
+local found = redis.call('hget', KEYS[1], 'kind')
+if found ~= ARGV[3] then return wrongKind(found) end
+redis.call('del', KEYS[1])
+if ARGV[1] ~= '' then redis.call(ARGV[2], ARGV[1], '0') end
+return 1`,
 );
 
 /**

@@ -10,7 +10,9 @@ import { Script } from '../redis/script.js';
  * when every holder is gone. KEYS[2] = the limit: a string holding the total number of permits (missing
  * = 0). KEYS[3] = the request latch of scripts built with `replay`. ARGV[1..4] as in `ObjectScript`.
  * Free permits = limit − members. Every script first reclaims expired permits (`ZREMRANGEBYSCORE`) and,
- * when it did and permits are free, publishes the free count.
+ * when it did and permits are free, publishes the free count; on a key of another kind (every other kind
+ * keeps a hash or a string there) Redis refuses that first command with WRONGTYPE, before anything is
+ * written.
  */
 
 /** `now`: Redis server time in ms. */

@@ -361,7 +361,7 @@ export class RPermitExpirableSemaphore {
   private run(operation: string, script: ObjectScript, args: readonly string[], options: ObjectRunOptions = {}): Promise<unknown> {
     return runObjectScript(this.core, operation, script, [this.key, this.permitsKey], this.channel, args, {
       ...options,
-      expects: { key: this.key, type: 'zset' },
+      expects: { key: this.key, kind: 'expirable-semaphore' },
     });
   }
 }

@@ -2,7 +2,7 @@ import { owningContext, type LockContext } from '../context.js';
 import type { Core } from '../core.js';
 import { LockUpgradeError } from '../errors.js';
 import { auxName, mainKey } from '../keys.js';
-import { RLock, type AcquireResult, type Grant } from '../lock/lock.js';
+import { acquireResult, RLock, type AcquireResult, type Grant } from '../lock/lock.js';
 import type { Attempt } from '../pubsub/wait.js';
 import type { Renewal, RenewalKind } from '../watchdog/watchdog.js';
 import { RW_ACQUIRE, RW_FORCE_UNLOCK, RW_IS_LOCKED, RW_RENEW, RW_UNLOCK } from './scripts.js';
@@ -96,6 +96,7 @@ abstract class ReadWriteSide extends RLock {
   /** The channel of both sides (`relock:rwlock:{name}`). */
   override readonly channel: string;
   protected override readonly holdKey: string;
+  protected override readonly kind = 'read-write-lock';
 
   constructor(
     core: Core,
@@ -117,7 +118,7 @@ abstract class ReadWriteSide extends RLock {
     this.core.checkOpen();
     const reply = await this.core.executor.run('readWriteLock.isLocked', () => RW_IS_LOCKED.run(this.core.connection, [this.key], [this.side]), {
       idempotent: true,
-      expects: { key: this.key, type: 'hash' },
+      expects: this.expects,
     });
     return Number(reply) === 1;
   }
@@ -133,7 +134,7 @@ abstract class ReadWriteSide extends RLock {
     const reply = await this.core.executor.run(
       'readWriteLock.forceUnlock',
       () => RW_FORCE_UNLOCK.run(connection, [this.key, this.leasesKey], [this.side, this.channel, connection.publishCommand]),
-      { idempotent: true },
+      { idempotent: true, expects: this.expects },
     );
     const deleted = Number(reply) === 1;
     if (deleted) this.core.watchdog.forget(this.key);
@@ -151,7 +152,7 @@ abstract class ReadWriteSide extends RLock {
 
   protected override async runAcquire(owner: string, lease: string, guard: string): Promise<AcquireResult> {
     const reply = await RW_ACQUIRE.run(this.core.connection, [this.key, this.leasesKey], [lease, owner, guard, this.side, this.writeField(owner)]);
-    return reply === null ? { granted: true } : { granted: false, ttl: Number(reply) };
+    return acquireResult(reply);
   }
 
   protected override waitForLock(waitMs: number, signal: AbortSignal | undefined, attempt: (deadline: number | undefined) => Promise<Attempt<Grant>>): Promise<Grant | undefined> {

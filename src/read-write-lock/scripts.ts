@@ -1,3 +1,4 @@
+import { WRONG_KIND } from '../kinds.js';
 import { latchReplay } from '../lock/scripts.js';
 import { Script } from '../redis/script.js';
 
@@ -22,18 +23,24 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
  * one more, that attempt went through and nothing is added), ARGV[4] = side (`read` | `write`), ARGV[5] =
  * the owner's write field (read side: downgrade allowed while the owner writes). A read is granted when
  * the lock is free, in read mode, or write-locked by the same owner; a write when the lock is free or
- * write-locked by the same owner (reentry). Returns nil when granted, else the lock's PTTL (ms).
+ * write-locked by the same owner (reentry). Returns nil when granted, else the lock's PTTL (ms); a
+ * WRONGTYPE error (nothing written) when the key is a hash without `mode`, i.e. another kind of object
+ * (its `kind` field), or no hash at all.
  */
 export const RW_ACQUIRE = new Script(
   'readWriteLock.acquire',
-  `local guard = tonumber(ARGV[3])
-if guard ~= nil and tonumber(redis.call('hget', KEYS[1], ARGV[2]) or '0') == guard + 1 then return nil end
-local mode = redis.call('hget', KEYS[1], 'mode')
-if not mode then
+  `${WRONG_KIND}if redis.call('exists', KEYS[1]) == 1 then
+  local marks = redis.call('hmget', KEYS[1], 'mode', 'kind', ARGV[2])
+  local mode, count = marks[1], tonumber(marks[3] or '0')
+  if not mode then return wrongKind(marks[2]) end
+  local guard = tonumber(ARGV[3])
+  if guard ~= nil and count == guard + 1 then return nil end
+  if count == 0 and (ARGV[4] == 'write' or mode == 'write') and redis.call('hexists', KEYS[1], ARGV[5]) == 0 then
+    return redis.call('pttl', KEYS[1])
+  end
+else
   redis.call('del', KEYS[2])
   redis.call('hset', KEYS[1], 'mode', ARGV[4])
-elseif redis.call('hexists', KEYS[1], ARGV[2]) == 0 and (ARGV[4] == 'write' or mode == 'write') and redis.call('hexists', KEYS[1], ARGV[5]) == 0 then
-  return redis.call('pttl', KEYS[1])
 end
 ${NOW}local lease = tonumber(ARGV[1])
 local n = redis.call('hincrby', KEYS[1], ARGV[2], 1)
@@ -56,11 +63,14 @@ return nil`,
  *    (a downgrade) and `1` is published so that waiting readers enter.
  * 4. The lock then lives as long as its longest live hold; with none left it is deleted and `1` (after
  *    write mode: wake every waiter) or `0` (after read mode: one waiter per process, a writer) published.
- * Returns nil, 0 (holds of this side remain) or 1 (the owner no longer holds this side).
+ * Returns nil, 0 (holds of this side remain) or 1 (the owner no longer holds this side); a WRONGTYPE
+ * error (nothing written) when the key belongs to another kind.
  */
 export const RW_UNLOCK = new Script(
   'readWriteLock.unlock',
-  `${latchReplay('ARGV[6]', 'KEYS[3]')}${NOW}local downgraded = false
+  `${WRONG_KIND}${latchReplay('ARGV[6]', 'KEYS[3]')}local marks = redis.call('hmget', KEYS[1], 'mode', 'kind')
+if not marks[1] and redis.call('exists', KEYS[1]) == 1 then return wrongKind(marks[2]) end
+${NOW}local downgraded = false
 for _, member in ipairs(redis.call('zrangebyscore', KEYS[2], '-inf', now)) do
   redis.call('zrem', KEYS[2], member)
   local holder = string.match(member, '^(.+):%d+$')

@@ -1,6 +1,7 @@
 import pRetry from 'p-retry';
 import type { Logger } from 'pino';
 import { ClientClosedError, CrossSlotError, RedisCommandError, RedisUnavailableError, RelockError, WrongTypeError } from '../errors.js';
+import { wrongTypeError, type ObjectKind } from '../kinds.js';
 import { monotonic } from '../time.js';
 import { outsideContexts } from '../context.js';
 import type { Connection } from './connection.js';
@@ -33,8 +34,8 @@ export interface RunOptions<T> {
   signal?: AbortSignal | undefined;
   /** Monotonic time after which no new attempt starts. */
   deadline?: number | undefined;
-  /** The key and type to name in a `WrongTypeError` when Redis answers WRONGTYPE. */
-  expects?: { key: string; type: string } | undefined;
+  /** The key and the kind of object calling, to name in a `WrongTypeError` when Redis answers WRONGTYPE. */
+  expects?: { key: string; kind: ObjectKind } | undefined;
   /**
    * When the call finally fails (or is aborted) while attempts it stopped waiting for are still in
    * flight, called once with the results of those that later succeeded (an acquisition that went through
@@ -175,6 +176,8 @@ export class Executor {
   }
 
   private retryable(error: unknown, options: RunOptions<never>): boolean {
+    // An abort is the caller's, not a Redis failure: whatever its reason looks like, it is not retried.
+    if (options.signal?.aborted) return false;
     const failure = classify(error);
     if (failure === 'ambiguous') options.onAmbiguous?.();
     return !this.closed && (failure === 'transient' || (failure === 'ambiguous' && options.idempotent));
@@ -235,8 +238,9 @@ export class Executor {
   }
 
   private async translate(operation: string, error: unknown, options: Pick<RunOptions<unknown>, 'signal' | 'expects'>): Promise<unknown> {
+    // Once the caller aborted, the call rejects with the signal's reason, as documented, whatever it ran into.
+    if (options.signal?.aborted) return options.signal.reason;
     if (error instanceof RelockError) return error;
-    if (options.signal?.aborted && error === options.signal.reason) return error;
     switch (classify(error)) {
       case 'transient':
       case 'ambiguous':
@@ -245,11 +249,8 @@ export class Executor {
         return new ClientClosedError({ cause: error });
       case 'crossslot':
         return new CrossSlotError(`Redis refused ${operation}`, { cause: error });
-      case 'wrongtype': {
-        const key = options.expects?.key ?? '?';
-        const actual = options.expects ? await this.connection.send(key, ['TYPE', key]).catch(() => 'unknown') : 'unknown';
-        return new WrongTypeError(key, String(actual), options.expects?.type ?? 'type', { cause: error });
-      }
+      case 'wrongtype':
+        return options.expects ? wrongTypeError(this.connection, error, options.expects.key, options.expects.kind) : new WrongTypeError('?', 'unknown', 'unknown', { cause: error });
       default:
         return this.closed ? new ClientClosedError({ cause: error }) : new RedisCommandError(operation, { cause: error });
     }

@@ -25,9 +25,10 @@ export function classify(failure: unknown): Failure {
   if (kind === 'ClientClosedError') return 'closed';
   if (NOT_SENT.has(kind) || error.message === 'The queue is full') return 'transient';
   if (IN_FLIGHT.has(kind)) return 'ambiguous';
-  const code = (error as NodeJS.ErrnoException).code;
-  if (code !== undefined && NOT_SENT_CODES.has(code)) return 'transient';
-  if (code !== undefined && code.startsWith('E')) return 'ambiguous';
+  // A socket error's code is a string such as 'ECONNRESET'; other errors may carry a number (a DOMException's is 20).
+  const code: unknown = (error as { code?: unknown }).code;
+  if (typeof code === 'string' && NOT_SENT_CODES.has(code)) return 'transient';
+  if (typeof code === 'string' && code.startsWith('E')) return 'ambiguous';
   if (error.message.startsWith('WRONGTYPE')) return 'wrongtype';
   if (error.message.startsWith('CROSSSLOT')) return 'crossslot';
   if (kind === 'NoSyncedReplicasError' || error.message.startsWith('ERR WAIT cannot be used with replica')) return 'transient';

@@ -2,7 +2,9 @@ import { ObjectScript } from '../redis/object-script.js';
 
 /**
  * RSemaphore scripts (Redisson's `RedissonSemaphore`). KEYS[1] = the semaphore: a string holding the
- * number of free permits (missing = 0); KEYS[2] = the request latch. ARGV[1..4] as described in
+ * number of free permits (missing = 0); KEYS[2] = the request latch. Every script's first command on
+ * KEYS[1] is a string command, which Redis refuses with WRONGTYPE (nothing written) on a key of another
+ * kind (every other kind keeps a hash or a sorted set there). ARGV[1..4] as described in
  * `ObjectScript`; ARGV[5] = the number of permits. Changes publish the new free count on the channel.
  */
 
@@ -27,14 +29,16 @@ return answer(free)`,
   true,
 );
 
-/** Sets the count to ARGV[5] if the semaphore does not exist yet: 1, else 0. */
+/**
+ * Sets the count to ARGV[5] if the semaphore does not exist yet: 1, else 0 (`GET` first, which Redis
+ * refuses with WRONGTYPE on a key of another kind, where `SETNX` would answer 0).
+ */
 export const TRY_SET = new ObjectScript(
   'semaphore.trySetPermits',
-  `if redis.call('setnx', KEYS[1], ARGV[5]) == 1 then
-  if tonumber(ARGV[5]) > 0 then publish(ARGV[5]) end
-  return answer(1)
-end
-return 0`,
+  `if redis.call('get', KEYS[1]) then return 0 end
+redis.call('set', KEYS[1], ARGV[5])
+if tonumber(ARGV[5]) > 0 then publish(ARGV[5]) end
+return answer(1)`,
   true,
 );
 

@@ -42,11 +42,11 @@ export interface SemaphoreAcquireOptions {
 export class RSemaphore extends CountedObject {
   /** @internal Use `LockClient.getSemaphore(name)`. */
   constructor(core: Core, name: string) {
-    super(core, name, 'permits');
+    super(core, name, 'permits', 'semaphore');
   }
 
   /**
-   * Sets the number of permits if the semaphore does not exist yet (Redisson's `trySetPermits`; `SETNX`).
+   * Sets the number of permits if the semaphore does not exist yet (Redisson's `trySetPermits`; `GET`, `SET`).
    * Resolves to true when it was set, false when the semaphore already existed. Throws
    * `InvalidArgumentError` (not an integer >= 0), `WrongTypeError`, `RedisUnavailableError`,
    * `ClientClosedError`.

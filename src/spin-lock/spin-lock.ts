@@ -17,16 +17,17 @@ export interface SpinLockOptions extends BackoffOptions {}
  * stores and proxies without pub/sub, and for very large clusters where every unlock message costs.
  *
  * It is an `RLock` in every other respect: the same hash at `keyPrefix + name` (field = owner id, value =
- * hold count), the same acquire script, reentrancy per context, the watchdog when no lease is given,
+ * hold count; `kind` = `spin-lock`), the same acquire script, reentrancy per context, the watchdog when no lease is given,
  * idempotent unlock, lost-reply guard. Only waiting and releasing differ:
  * - a waiter retries after a pause from an exponential backoff with growing random jitter
  *   (`SpinLockOptions`), each pause capped by the remaining wait time and by the holder's TTL (so a waiter
  *   gets in within a millisecond or so of a lease running out);
  * - nothing is subscribed (no subscriber connection is even opened) and an unlock publishes nothing.
  *
- * Keys: the lock hash and transient unlock latches `relock:unlock:{name}:<id>`; no channel. Spin locks and
- * `RLock`s on the same name exclude each other, but an `RLock` waiting on a lock a spin lock holds is not
- * woken by its unlock: it retries at the holder's TTL (up to `lockWatchdogTimeout`). Use one kind per name.
+ * Keys: the lock hash and transient unlock latches `relock:unlock:{name}:<id>`; no channel. A name serves
+ * one kind of object at a time: an `RLock` (or any other kind) asking for a name a spin lock holds fails
+ * with `WrongTypeError` at once instead of waiting for an unlock that would publish nothing, and so does a
+ * spin lock asking for a name another kind holds.
  *
  * Cost: a waiter sends one acquire script per attempt, so Redis work grows with waiting time (about
  * 8 attempts per second per waiter at the 128 ms cap), where an `RLock` waiter costs work only per release.
@@ -34,6 +35,7 @@ export interface SpinLockOptions extends BackoffOptions {}
 export class SpinLock extends RLock {
   /** The backoff settings in use (defaults filled in). */
   readonly backoff: Readonly<Required<SpinLockOptions>>;
+  protected override readonly kind = 'spin-lock';
 
   /** @internal Use `LockClient.getSpinLock(name, options)`. */
   constructor(core: Core, name: string, options?: SpinLockOptions) {

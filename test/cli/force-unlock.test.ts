@@ -59,12 +59,12 @@ describe('relock force-unlock', () => {
     expect(await lock.isLocked()).toBe(true);
     const declined = await runCliInTerminal(['force-unlock', lock.name, '--url', server.url], { input: 'n\n' });
     expect(declined.code).toBe(1);
-    expect(declined.stdout).toContain(`Force-unlock lock (RLock / SpinLock) "${lock.name}" held by ${holder.owner} ×1?`);
+    expect(declined.stdout).toContain(`Force-unlock lock (RLock) "${lock.name}" held by ${holder.owner} ×1?`);
     expect(declined.stdout).toContain('relock: not confirmed: nothing was changed');
     expect(await lock.isLocked()).toBe(true);
     const confirmed = await runCliInTerminal(['force-unlock', lock.name, '--url', server.url], { input: 'y\n' });
     expect(confirmed.code).toBe(0);
-    expect(confirmed.stdout).toContain(`force-unlocked lock (RLock / SpinLock) "${lock.name}": deleted ${lock.key}`);
+    expect(confirmed.stdout).toContain(`force-unlocked lock (RLock) "${lock.name}": deleted ${lock.key}`);
     expect(await lock.isLocked()).toBe(false);
   });
 

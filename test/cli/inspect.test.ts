@@ -68,14 +68,12 @@ describe('relock inspect', () => {
     expect(await inspect(lock.name)).toMatchObject({ type: 'fenced-lock', exists: false, ttlMs: null, fencingToken: '2', holders: [] });
   }));
 
-  it('shows a semaphore: detected by a waiter or by a count of 0, named with --type otherwise', async () => {
+  it('shows a semaphore: its free permits and its waiters', async () => {
     const client = lockClient(redis);
     const semaphore = client.getSemaphore(uniqueName('inspect-sem'));
     await semaphore.trySetPermits(3);
     await semaphore.acquire(2);
-    // A counter of 1 and nobody waiting: a semaphore and a latch look the same.
-    expect(await inspect(semaphore.name)).toMatchObject({ type: 'semaphore-or-latch', value: 1 });
-    expect(await inspect(semaphore.name, '--type', 'semaphore')).toMatchObject({ type: 'semaphore', exists: true, ttlMs: null, freePermits: 1, warnings: [] });
+    expect(await inspect(semaphore.name)).toMatchObject({ type: 'semaphore', exists: true, ttlMs: null, freePermits: 1, warnings: [] });
     await semaphore.acquire(1);
     const waiting = semaphore.acquire({ permits: 2, waitMs: 30_000 });
     await waitUntil(async () => (await numsub(redis, semaphore.channel)) === 1, 5000, 5, 'a waiter');
@@ -157,11 +155,12 @@ describe('relock inspect', () => {
     await write.release();
   });
 
-  it('shows a count-down latch: detected by an awaiter, or named with --type latch', async () => {
+  it('shows a count-down latch: its count and its awaiters', async () => {
     const latch = lockClient(redis).getCountDownLatch(uniqueName('inspect-latch'));
     await latch.trySetCount(3);
     await latch.countDown();
-    expect(await inspect(latch.name, '--type', 'latch')).toMatchObject({ type: 'count-down-latch', count: 2, ttlMs: null, warnings: [] });
+    expect(await inspect(latch.name)).toMatchObject({ type: 'count-down-latch', count: 2, ttlMs: null, warnings: [] });
+    expect(await inspect(latch.name, '--type', 'latch')).toMatchObject({ type: 'count-down-latch', count: 2 });
     const awaiting = latch.await(30, 'seconds');
     await waitUntil(async () => (await numsub(redis, latch.channel)) === 1, 5000, 5, 'an awaiter');
     expect(await inspect(latch.name)).toMatchObject({ type: 'count-down-latch', count: 2, channels: [{ channel: latch.channel, subscribers: 1 }] });

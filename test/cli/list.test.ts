@@ -20,11 +20,12 @@ let fairWaiter: Promise<LockHandle>;
 const expected: Record<string, string> = {
   'a:lock': 'lock',
   'a:fenced': 'fenced-lock',
+  'a:spin': 'spin-lock',
   'b:fair': 'fair-lock',
   'b:rw': 'read-write-lock',
   'c:sem': 'semaphore',
   'c:pes': 'expirable-semaphore',
-  'c:counter': 'semaphore-or-latch',
+  'c:counter': 'count-down-latch',
   '{d}:tagged': 'lock',
 };
 
@@ -36,6 +37,7 @@ beforeAll(async () => {
   const fenced = client.getFencedLock('a:fenced');
   await fenced.tryLockAndGetToken(0, 10, 'seconds');
   await fenced.unlock(); // only its fence counter is left
+  held.push(await client.getSpinLock('a:spin').acquire());
   held.push(await client.getFairLock('b:fair').acquire());
   fairWaiter = runInContext(() => client.getFairLock('b:fair').acquire({ waitMs: 60_000 }));
   held.push(await client.getReadWriteLock('b:rw').readLock().acquire());
@@ -78,7 +80,7 @@ describe('relock list', () => {
     expect(Object.fromEntries(listing.objects.map((o) => [o.name, o.type]))).toEqual(expected);
     expect(listing.objects.map((o) => o.name)).toEqual(Object.keys(expected).sort());
     expect(listing.nodes).toEqual([`127.0.0.1:${server.port}`]);
-    expect(listing.scannedKeys).toBeGreaterThanOrEqual(12);
+    expect(listing.scannedKeys).toBeGreaterThanOrEqual(13);
     expect(await commandCalls(redis, 'keys')).toBe(keysBefore);
     expect((await commandCalls(redis, 'scan')) - scansBefore).toBeGreaterThan(3);
     const byName = new Map(listing.objects.map((o) => [o.name, o]));
@@ -88,11 +90,13 @@ describe('relock list', () => {
     expect(byName.get('b:fair')).toMatchObject({ summary: 'held by 1 owner, 1 waiting' });
     expect(byName.get('c:sem')).toMatchObject({ ttlMs: null, summary: '0 free permits' });
     expect(byName.get('c:pes')).toMatchObject({ summary: '1 of 2 permits taken' });
+    expect(byName.get('a:spin')).toMatchObject({ summary: 'held by 1 owner' });
+    expect(byName.get('c:counter')).toMatchObject({ ttlMs: null, summary: 'count 2' });
   });
 
   it('filters by a glob over names and by --type', async () => {
-    expect((await list('a:*')).objects.map((o) => o.name)).toEqual(['a:fenced', 'a:lock']);
-    expect((await list('?:[r-s]*')).objects.map((o) => o.name)).toEqual(['b:rw', 'c:sem']);
+    expect((await list('a:*')).objects.map((o) => o.name)).toEqual(['a:fenced', 'a:lock', 'a:spin']);
+    expect((await list('?:[r-s]*')).objects.map((o) => o.name)).toEqual(['a:spin', 'b:rw', 'c:sem']);
     expect((await list('\\{d\\}*')).objects.map((o) => o.name)).toEqual(['{d}:tagged']);
     expect((await list('--type', 'lock,expirable-semaphore')).objects.map((o) => o.name)).toEqual(['c:pes', 'a:lock', '{d}:tagged'].sort());
     expect((await list('nothing*')).objects).toEqual([]);
@@ -105,13 +109,13 @@ describe('relock list', () => {
     expect(piped.stdout).toMatch(/^TYPE\s+NAME\s+TTL\s+STATE$/m);
     expect(piped.stdout).toMatch(/^fenced-lock\s+a:fenced\s+-\s+not held, last token 1$/m);
     expect(piped.stdout).toMatch(/^semaphore\s+c:sem\s+no TTL\s+0 free permits$/m);
-    expect(piped.stdout).toMatch(/^8 relock objects \(\d+ keys scanned on 1 node\)$/m);
+    expect(piped.stdout).toMatch(/^9 relock objects \(\d+ keys scanned on 1 node\)$/m);
     const terminal = await runCliInTerminal(['list', '--url', server.url, '--prefix', prefix]);
     expect(terminal.code).toBe(0);
     expect(terminal.stdout).toMatch(/\rscanning 127\.0\.0\.1:\d+: \d+ keys read, \d+ relock objects/);
     const terminalJson = await runCliInTerminal(['list', '--json', '--url', server.url, '--prefix', prefix]);
     expect(terminalJson.code).toBe(0);
     expect(terminalJson.stdout).not.toContain('scanning');
-    expect(JSON.parse(terminalJson.stdout).objects).toHaveLength(8);
+    expect(JSON.parse(terminalJson.stdout).objects).toHaveLength(9);
   });
 });

@@ -16,7 +16,7 @@ describe('RCountDownLatch', () => {
     expect(await env.redis.exists(latch.key)).toBe(0);
     expect(await latch.trySetCount(2)).toBe(true);
     expect(await latch.trySetCount(5)).toBe(false);
-    expect(await env.redis.get(latch.key)).toBe('2');
+    expect(await env.redis.hGetAll(latch.key)).toEqual({ kind: 'count-down-latch', count: '2' });
     expect(await latch.countDown()).toBe(1);
     expect(await latch.getCount()).toBe(1);
     expect(await latch.countDown()).toBe(0);

@@ -51,7 +51,7 @@ async function throughProxy(): Promise<{ proxy: TcpProxy; client: LockClient }> 
  */
 async function loseGrant(p: TcpProxy, lock: RLock, script: Script, reply: readonly string[]): Promise<void> {
   await env.redis.scriptLoad(script.source);
-  const cut = p.cutReply({ match: script.sha, replyPrefix: reply, refuseMs: REFUSE_MS });
+  const cut = p.loseReply({ match: script.sha, replyPrefix: reply, refuseMs: REFUSE_MS });
   await expect(lock.tryLock()).rejects.toBeInstanceOf(RedisUnavailableError);
   await cut;
   expect(Object.values(await env.redis.hGetAll(lock.key))).toEqual(['1']);
@@ -91,7 +91,7 @@ describe('a grant whose reply was lost', () => {
     const { proxy: p, client: c } = await throughProxy();
     const lock = c.getLock(`{${uniqueName()}}`);
     await env.redis.scriptLoad(ACQUIRE.source);
-    const cut = p.cutReply({ match: ACQUIRE.sha, replyPrefix: NIL, refuseMs: REFUSE_MS });
+    const cut = p.loseReply({ match: ACQUIRE.sha, replyPrefix: NIL, refuseMs: REFUSE_MS });
     await expect(lock.acquire({ waitTime: 0, unit: 'ms' })).rejects.toBeInstanceOf(RedisUnavailableError);
     await cut;
     await waitUntil(async () => (await env.redis.exists(lock.key)) === 0, 10_000, 20, 'the lost grant to be released');

@@ -52,7 +52,7 @@ describe('across processes', () => {
     const lost = await frozen.next('lost', 5000);
     expect(lost.name).toBe(name);
     expect(await second.isHeldByCurrentContext()).toBe(true);
-    expect(Object.keys(await env.redis.hGetAll(second.key))).toHaveLength(1);
+    expect(Object.keys(await env.redis.hGetAll(second.key))).toEqual([expect.stringMatching(/:/), 'kind']);
     frozen.send({ cmd: 'release', name });
     await frozen.next('released').catch(() => undefined);
     expect(await second.isHeldByCurrentContext()).toBe(true);

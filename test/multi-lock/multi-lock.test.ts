@@ -19,7 +19,11 @@ afterAll(async () => {
 });
 
 /** The lock hash (owner → hold count) of `lock` on `redis`. */
-const hashOf = (redis: Redis, lock: RLock): Promise<Record<string, string>> => redis.hGetAll(lock.key) as Promise<Record<string, string>>;
+/** A member's holders → hold counts (its hash without the `kind` field). */
+const hashOf = async (redis: Redis, lock: RLock): Promise<Record<string, string>> => {
+  const { kind: _kind, ...holders } = (await redis.hGetAll(lock.key)) as Record<string, string>;
+  return holders;
+};
 
 describe('MultiLock', () => {
   it('locks members on two Redis servers all together, reenters, and unlock releases all', () => runInContext(async () => {

@@ -2,7 +2,10 @@ import { describe, expect, it } from '@jest/globals';
 import { sleep, uniqueName, waitUntil } from '../support/helpers.js';
 import type { Topology } from './topology.js';
 
-/** Semaphores, latch, fair and read-write locks: behaviour that must hold on every topology. */
+/**
+ * Semaphores, latch, fenced, fair and read-write locks: what they add to the lock contract
+ * (test/contract/), on every topology.
+ */
 export function familyCoreTests(topology: () => Topology): void {
   describe('semaphores and latch core', () => {
     it('semaphore: at most N inside; a waiter wakes through pub/sub when a permit is released', async () => {
@@ -54,7 +57,19 @@ export function familyCoreTests(topology: () => Topology): void {
     });
   });
 
-  describe('fair and read-write locks core', () => {
+  describe('fenced, fair and read-write locks core', () => {
+    it('fenced lock tokens increase across holders and expiry takeovers', async () => {
+      const { client } = topology();
+      const c = client();
+      const name = uniqueName();
+      const a = await c.getFencedLock(name).tryLockAndGetToken(0, 100, 'ms');
+      const b = await c.getFencedLock(name).tryLockAndGetToken(2, 5, 'seconds');
+      expect(a).toBe(1n);
+      expect(b).toBe(2n);
+      expect(await c.getFencedLock(name).getToken()).toBe(2n);
+    });
+
+
     it('fair lock: waiters get the lock in arrival order', async () => {
       const { client } = topology();
       const c = client();

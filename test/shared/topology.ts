@@ -1,9 +1,18 @@
 /**
  * What a topology-independent ("core") test needs: lock clients on the deployment under test, a plain
- * Redis client for checks, and the subscriber count of a channel (PUBSUB NUMSUB, or SHARDNUMSUB on the
- * channel's primary in a cluster). Core suites in test/shared/ run on standalone Redis and on Cluster.
+ * Redis client for checks, the subscriber count of a channel (PUBSUB NUMSUB, or SHARDNUMSUB on the
+ * channel's primary in a cluster), commands and SCAN on the node of a key's slot, and lock clients whose
+ * connections pass through TCP proxies that can lose a reply. Core suites in test/shared/ and
+ * test/contract/ run on standalone Redis (`useStandaloneTopology`) and on Cluster (`useClusterTopology`).
  */
-import type { LockClient, LockClientOptions } from '../../src/index.js';
+import { afterAll, afterEach, beforeAll, expect } from '@jest/globals';
+import { createCluster } from 'redis';
+import { createLockClient, type LockClient, type LockClientOptions } from '../../src/index.js';
+import { keySlot } from '../../src/keys.js';
+import { startCluster, type RedisClusterHandle } from '../support/cluster.js';
+import { useRedis } from '../support/harness.js';
+import { connect, lockClient, numsub } from '../support/helpers.js';
+import { startProxy, type TcpProxy } from '../support/tcp-proxy.js';
 
 export interface RedisLike {
   del(key: string): Promise<number>;
@@ -11,15 +20,157 @@ export interface RedisLike {
   pTTL(key: string): Promise<number>;
   get(key: string): Promise<string | null>;
   set(key: string, value: string): Promise<unknown>;
+  hGet(key: string, field: string): Promise<string | null | undefined>;
+  hSet(key: string, field: string, value: string): Promise<number>;
   hGetAll(key: string): Promise<Record<string, string>>;
+}
+
+type ClientOptions = Omit<LockClientOptions, 'redis' | 'url'>;
+
+/** A lock client whose connections pass through proxies, and the loss of one reply. */
+export interface LossyClient {
+  readonly client: LockClient;
+  /**
+   * Loses the reply to the next script call (`EVALSHA`/`EVAL`) that names `key`: Redis runs it, the
+   * client sees its connection close with the call in flight. Resolves once the reply was dropped.
+   */
+  loseReplyTo(key: string): Promise<void>;
 }
 
 export interface Topology {
   readonly name: string;
   /** A lock client on the deployment, shut down after each test. */
-  client(options?: Omit<LockClientOptions, 'redis' | 'url'>): LockClient;
+  client(options?: ClientOptions): LockClient;
   /** A node-redis client for checks. */
   readonly redis: RedisLike;
   /** Subscribers of `channel` right now. */
   subscribers(channel: string): Promise<number>;
+  /** Runs one command on the primary that serves `key`'s slot. */
+  command(key: string, args: string[]): Promise<unknown>;
+  /** The keys matching `pattern` on the primary that serves `slotKey`'s slot (SCAN). */
+  keys(pattern: string, slotKey: string): Promise<string[]>;
+  /** A lock client through TCP proxies (closed with its proxies after the test). */
+  lossyClient(options?: ClientOptions): Promise<LossyClient>;
+}
+
+/** A script call that names `key`: the request the proxy loses the reply of. */
+const scriptCallOn =
+  (key: string) =>
+  (request: Buffer): boolean =>
+    request.includes(key) && request.includes('EVAL');
+
+/** Things to close after the current test, last opened first. */
+function useDisposer(): (close: () => Promise<unknown>) => void {
+  const open: Array<() => Promise<unknown>> = [];
+  afterEach(async () => {
+    for (const close of open.splice(0).reverse()) await close().catch(() => {});
+  });
+  return (close) => open.push(close);
+}
+
+/** The topology of a test file with a redis-server of its own (registers the file's hooks). */
+export function useStandaloneTopology(): () => Topology {
+  const env = useRedis();
+  const dispose = useDisposer();
+  return () => ({
+    name: 'standalone',
+    client: (options) => lockClient(env.redis, options),
+    redis: env.redis,
+    subscribers: (channel) => numsub(env.redis, channel),
+    command: (_key, args) => env.redis.sendCommand(args),
+    keys: async (pattern) => {
+      const found: string[] = [];
+      for await (const batch of env.redis.scanIterator({ MATCH: pattern, COUNT: 1000 })) found.push(...batch);
+      return found;
+    },
+    async lossyClient(options) {
+      const proxy = await startProxy(env.server.host, env.server.port);
+      dispose(() => proxy.close());
+      const redis = await connect(`redis://127.0.0.1:${proxy.port}`);
+      dispose(() => redis.close());
+      return { client: lockClient(redis, options), loseReplyTo: (key) => proxy.loseReply({ match: scriptCallOn(key) }) };
+    },
+  });
+}
+
+/**
+ * The topology of a test file with a Redis Cluster of its own (3 primaries, 1 replica each; started
+ * before its tests, stopped after them, with a check that no sharded subscription was left behind).
+ */
+export function useClusterTopology(): { topology: () => Topology; cluster: () => RedisClusterHandle } {
+  let cluster: RedisClusterHandle;
+  let redis: Awaited<ReturnType<RedisClusterHandle['connect']>>;
+  const clients: LockClient[] = [];
+  const channels = new Set<string>();
+  const shardSubscribers = async (channel: string): Promise<number> => {
+    channels.add(channel);
+    const { primary } = await cluster.roles(channel);
+    const reply = (await cluster.command(primary, ['PUBSUB', 'SHARDNUMSUB', channel])) as unknown[];
+    return Number(reply[1]);
+  };
+  const client = (options?: ClientOptions, on = redis): LockClient => {
+    const made = createLockClient({ redis: on, ...options });
+    clients.push(made);
+    return made;
+  };
+  /** The cluster client's connection to the primary of `key`'s slot. */
+  const primaryOf = async (key: string): Promise<{ sendCommand(args: string[]): Promise<unknown> }> => redis.nodeClient(redis.getSlotMaster(keySlot(key)));
+  beforeAll(async () => {
+    cluster = await startCluster();
+    redis = await cluster.connect();
+  }, 60_000);
+  afterEach(async () => {
+    await Promise.all(clients.splice(0).map((c) => c.shutdown()));
+  });
+  // Registered after the hook above: lock clients shut down before the connections and proxies close.
+  const dispose = useDisposer();
+  afterAll(async () => {
+    for (const channel of channels) expect(await shardSubscribers(channel)).toBe(0);
+    await cluster?.stop();
+  });
+  const topology = (): Topology => ({
+    name: 'cluster',
+    client,
+    redis,
+    subscribers: shardSubscribers,
+    command: async (key, args) => (await primaryOf(key)).sendCommand(args),
+    keys: async (pattern, slotKey) => {
+      const primary = await primaryOf(slotKey);
+      const found: string[] = [];
+      let cursor = '0';
+      do {
+        const [next, batch] = (await primary.sendCommand(['SCAN', cursor, 'MATCH', pattern, 'COUNT', '1000'])) as [string, string[]];
+        found.push(...batch);
+        cursor = String(next);
+      } while (cursor !== '0');
+      return found;
+    },
+    async lossyClient(options) {
+      const proxies = new Map<number, TcpProxy>();
+      for (const node of cluster.nodes) {
+        const proxy = await startProxy('127.0.0.1', node.port);
+        proxies.set(node.port, proxy);
+        dispose(() => proxy.close());
+      }
+      const viaProxy = (address: string): { host: string; port: number } | undefined => {
+        const proxy = proxies.get(Number(address.split(':').pop()));
+        return proxy && { host: '127.0.0.1', port: proxy.port };
+      };
+      const first = proxies.get(cluster.nodes[0]!.port)!;
+      const lossy = createCluster({ rootNodes: [{ url: `redis://127.0.0.1:${first.port}` }], nodeAddressMap: viaProxy });
+      lossy.on('error', () => {});
+      await lossy.connect();
+      dispose(() => lossy.close());
+      return {
+        client: client(options, lossy as unknown as typeof redis),
+        // Armed on every node's proxy at once (the call may be on its way already: no time to look up its
+        // node); only the node of the key's slot sees it, and the others are disarmed after the loss.
+        loseReplyTo: async (key) => {
+          await Promise.race([...proxies.values()].map((proxy) => proxy.loseReply({ match: scriptCallOn(key) })));
+          for (const proxy of proxies.values()) proxy.disarm();
+        },
+      };
+    },
+  });
+  return { topology, cluster: () => cluster };
 }

@@ -13,7 +13,7 @@ async function pubsubClients(): Promise<number> {
 }
 
 describe('SpinLock', () => {
-  it('is the RLock hash: reentrant per owner, exclusive between owners, and exclusive with RLock on the same name', () => runInContext(async () => {
+  it('is the RLock hash of its own kind: reentrant per owner, exclusive between owners; an RLock on its name (and it on an RLock\'s) fails with WrongTypeError', () => runInContext(async () => {
     const client = lockClient(env.redis);
     const name = uniqueName();
     const lock = client.getSpinLock(name);
@@ -23,9 +23,10 @@ describe('SpinLock', () => {
     const [owner] = Object.keys(await env.redis.hGetAll(lock.key));
     expect(await env.redis.hGet(lock.key, owner!)).toBe('2');
 
+    expect(await env.redis.hGet(lock.key, 'kind')).toBe('spin-lock');
     const other = lockClient(env.redis);
     expect(await other.getSpinLock(name).tryLock(50, 'ms')).toBe(false);
-    expect(await other.getLock(name).tryLock()).toBe(false);
+    await expect(other.getLock(name).tryLock()).rejects.toMatchObject({ foundKind: 'spin-lock', askedKind: 'lock' });
     await lock.unlock();
     expect(await lock.isLocked()).toBe(true);
     await lock.unlock();
@@ -34,7 +35,7 @@ describe('SpinLock', () => {
 
     const rlock = client.getLock(name);
     await rlock.lock();
-    expect(await other.getSpinLock(name).tryLock()).toBe(false);
+    await expect(other.getSpinLock(name).tryLock()).rejects.toBeInstanceOf(WrongTypeError);
     await rlock.unlock();
   }));
 
@@ -145,7 +146,7 @@ describe('SpinLock', () => {
   it('paces its attempts with the backoff: about 15 attempts in a 1 s wait with the defaults, 5–7 with a constant 200 ms', async () => {
     const client = lockClient(env.redis);
     const name = uniqueName();
-    await client.getLock(name).lock();
+    await client.getSpinLock(name).lock();
     const count = async (options?: Parameters<typeof client.getSpinLock>[1]): Promise<number> => {
       const before = await commandCalls(env.redis, 'evalsha');
       expect(await client.getSpinLock(name, options).tryLock(1000, 'ms')).toBe(false);
@@ -162,7 +163,7 @@ describe('SpinLock', () => {
   it('a wait time of 0 makes exactly one attempt', async () => {
     const client = lockClient(env.redis);
     const name = uniqueName();
-    await client.getLock(name).lock();
+    await client.getSpinLock(name).lock();
     const before = await commandCalls(env.redis, 'evalsha');
     expect(await client.getSpinLock(name).tryLock(0, 5, 's')).toBe(false);
     expect(await client.getSpinLock(name).tryLock()).toBe(false);
@@ -172,7 +173,7 @@ describe('SpinLock', () => {
   it('aborting a spinning acquire rejects with the reason and leaves no timer or hold', async () => {
     const client = lockClient(env.redis);
     const name = uniqueName();
-    await client.getLock(name).lock();
+    await client.getSpinLock(name).lock();
     const timers = activeTimers();
     const controller = new AbortController();
     const waiting = client.getSpinLock(name).acquire({ signal: controller.signal });
@@ -186,7 +187,7 @@ describe('SpinLock', () => {
   it('a spinning waiter rejects with ClientClosedError soon after shutdown', async () => {
     const holder = lockClient(env.redis);
     const name = uniqueName();
-    await holder.getLock(name).lock();
+    await holder.getSpinLock(name).lock();
     const client = lockClient(env.redis);
     const waiting = client.getSpinLock(name).lock();
     await sleep(300);

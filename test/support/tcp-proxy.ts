@@ -1,22 +1,23 @@
 /**
  * A TCP proxy for fault tests (no firewall rules needed): forwards a local port to a target, and can add
  * latency, blackhole traffic (read and drop, keep the sockets open: a silent partition), reset every
- * connection, or lose one reply (`cutReply`).
+ * connection, or lose the reply to one request (`loseReply`: the command runs in Redis, the client never
+ * hears).
  */
 import { createServer, Socket, type Server } from 'node:net';
 
 export type ProxyMode = 'pass' | 'blackhole';
 
-/** A one-shot cut: see `TcpProxy.cutReply`. */
-export interface CutRule {
-  /** Text the request must contain (latin1), e.g. a script's SHA. */
-  match: string;
+/** A one-shot loss: see `TcpProxy.loseReply`. */
+export interface LossRule {
+  /** The request whose reply is lost: text it contains (latin1, e.g. a script's SHA) or a test of its bytes. */
+  match: string | ((request: Buffer) => boolean);
   /**
-   * Cut only when the reply starts with this (or one of these: `['$-1\r\n', '_\r\n']`, a nil reply in
+   * Lose the reply only when it starts with this (or one of these: `['$-1\r\n', '_\r\n']`, a nil reply in
    * RESP2 or RESP3, a granted RLock acquire); otherwise let it through and stay armed.
    */
   replyPrefix?: string | readonly string[];
-  /** After the cut, refuse (reset) new connections for this many ms: the client cannot retry at once. */
+  /** After the loss, refuse (reset) new connections for this many ms: the client cannot retry at once. */
   refuseMs?: number;
 }
 
@@ -25,41 +26,63 @@ export interface TcpProxy {
   mode: ProxyMode;
   /** Milliseconds added to every chunk in each direction. */
   latencyMs: number;
+  /** Replies lost so far by `loseReply`. */
+  readonly repliesLost: number;
   /** Destroys every open connection with a TCP reset. */
   resetAll(): void;
   /**
-   * Arms a one-shot cut: the next request that contains `rule.match` is forwarded to Redis, Redis's reply
-   * is dropped and that connection reset (the command ran, the client cannot know: a lost reply).
-   * Resolves when the cut happened.
+   * Arms a one-shot loss: the next request chunk a client sends that matches `rule.match` is forwarded to
+   * Redis as usual; when its reply comes back, it is dropped and that connection reset, so the command ran
+   * but its caller sees the socket close with the command in flight (an ambiguous outcome). A `NOSCRIPT`
+   * reply (the script did not run), or a reply without `rule.replyPrefix`, is let through and the loss
+   * stays armed (for the client's `EVAL`, or its next attempt). Resolves once a reply was dropped.
    */
-  cutReply(rule: CutRule): Promise<void>;
+  loseReply(rule: LossRule): Promise<void>;
+  /** Disarms a `loseReply` that found no request yet (its promise never resolves). */
+  disarm(): void;
   close(): Promise<void>;
+}
+
+interface Loss {
+  readonly matches: (request: Buffer) => boolean;
+  readonly rule: LossRule;
+  readonly done: () => void;
 }
 
 export async function startProxy(targetHost: string, targetPort: number): Promise<TcpProxy> {
   const sockets = new Set<Socket>();
-  let cut: { rule: CutRule; done: () => void } | undefined;
+  let loss: Loss | undefined;
+  let repliesLost = 0;
   let refuseUntil = 0;
   const proxy: TcpProxy = {
     port: 0,
     mode: 'pass',
     latencyMs: 0,
+    get repliesLost() {
+      return repliesLost;
+    },
     resetAll: () => {
       for (const socket of sockets) socket.resetAndDestroy();
       sockets.clear();
     },
-    cutReply: (rule) => new Promise<void>((resolve) => (cut = { rule, done: resolve })),
+    loseReply: (rule) =>
+      new Promise((resolve) => {
+        const { match } = rule;
+        const matches = typeof match === 'string' ? (request: Buffer) => request.includes(match, 0, 'latin1') : match;
+        loss = { matches, rule, done: resolve };
+      }),
+    disarm: () => {
+      loss = undefined;
+    },
     close: () => {
       proxy.resetAll();
       return new Promise((resolve) => server.close(() => resolve()));
     },
   };
-  const forward = (from: Socket, to: Socket, onChunk: (chunk: Buffer) => boolean): void => {
-    from.on('data', (chunk) => {
-      if (proxy.mode === 'blackhole' || !onChunk(chunk)) return;
-      if (proxy.latencyMs > 0) setTimeout(() => to.writable && to.write(chunk), proxy.latencyMs);
-      else if (to.writable) to.write(chunk);
-    });
+  const write = (to: Socket, chunk: Buffer): void => {
+    if (proxy.mode === 'blackhole') return;
+    if (proxy.latencyMs > 0) setTimeout(() => to.writable && to.write(chunk), proxy.latencyMs);
+    else if (to.writable) to.write(chunk);
   };
   const server: Server = createServer({ noDelay: true }, (client) => {
     if (performance.now() < refuseUntil) {
@@ -70,6 +93,8 @@ export async function startProxy(targetHost: string, targetPort: number): Promis
     upstream.setNoDelay(true);
     sockets.add(client);
     sockets.add(upstream);
+    /** The armed loss, once a request of this connection matched it: its reply is the one to drop. */
+    let dropping: Loss | undefined;
     const drop = (): void => {
       client.destroy();
       upstream.destroy();
@@ -79,26 +104,30 @@ export async function startProxy(targetHost: string, targetPort: number): Promis
     client.on('error', drop).on('close', drop);
     upstream.on('error', drop).on('close', drop);
     upstream.connect(targetPort, targetHost);
-    /** A request matching the armed cut went up on this connection: its reply decides. */
-    let cutPending = false;
-    forward(client, upstream, (chunk) => {
-      if (cut && chunk.includes(cut.rule.match, 0, 'latin1')) cutPending = true;
-      return true;
+    client.on('data', (chunk: Buffer) => {
+      if (loss && proxy.mode !== 'blackhole' && loss.matches(chunk)) {
+        dropping = loss;
+        loss = undefined;
+      }
+      write(upstream, chunk);
     });
-    forward(upstream, client, (chunk) => {
-      if (!cutPending || !cut) return true;
-      const { rule, done } = cut;
-      cutPending = false;
-      const prefixes = rule.replyPrefix === undefined ? [] : [rule.replyPrefix].flat();
-      if (prefixes.length > 0 && !prefixes.some((prefix) => chunk.subarray(0, prefix.length).toString('latin1') === prefix)) return true;
-      cut = undefined;
-      if (rule.refuseMs) refuseUntil = performance.now() + rule.refuseMs;
+    upstream.on('data', (chunk: Buffer) => {
+      if (!dropping) return write(client, chunk);
+      const armed = dropping;
+      dropping = undefined;
+      const prefixes = armed.rule.replyPrefix === undefined ? [] : [armed.rule.replyPrefix].flat();
+      const wanted = prefixes.length === 0 || prefixes.some((prefix) => chunk.toString('latin1', 0, prefix.length) === prefix);
+      // A script Redis did not know yet did not run (the client sends it again with EVAL), and a reply
+      // that is not the one asked for passes: the loss stays armed for the next matching request.
+      if (chunk.toString('latin1', 0, 9) === '-NOSCRIPT' || !wanted) {
+        loss ??= armed;
+        return write(client, chunk);
+      }
+      repliesLost++;
+      if (armed.rule.refuseMs) refuseUntil = performance.now() + armed.rule.refuseMs;
       client.resetAndDestroy();
-      upstream.resetAndDestroy();
-      sockets.delete(client);
-      sockets.delete(upstream);
-      done();
-      return false;
+      drop();
+      armed.done();
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));

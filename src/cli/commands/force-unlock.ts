@@ -19,7 +19,7 @@ export interface ForceUnlockOptions extends CommonOptions {
 
 /**
  * `relock force-unlock <name>`: deletes a held lock whoever holds it with the library's
- * `forceUnlock` of its type (`RLock`, `FencedLock`, `RFairLock`, or the side of `RReadWriteLock` in the
+ * `forceUnlock` of its type (`RLock`, `SpinLock`, `FencedLock`, `RFairLock`, or the side of `RReadWriteLock` in the
  * current mode), which wakes its waiters. Asks for confirmation on a terminal unless `--yes`; refuses
  * without `--yes` when stdin is not a terminal.
  */
@@ -38,7 +38,7 @@ async function forceUnlock(target: Target, name: string, options: ForceUnlockOpt
   const { state, subs, detection } = await inspectObject(target.connection, keys, DEFAULT_LIMIT, forcedType(options.type));
   if (detection.found !== 'object') throw notFoundError(keys, detection);
   const { type } = detection;
-  if (!isLockType(type)) throw usageError(`"${name}" is a ${TYPE_LABEL[type]}: force-unlock applies to locks (lock, fenced-lock, fair-lock, read-write-lock)`);
+  if (!isLockType(type)) throw usageError(`"${name}" is a ${TYPE_LABEL[type]}: force-unlock applies to locks (lock, spin-lock, fenced-lock, fair-lock, read-write-lock)`);
   const before = await describe(target.connection, state, type, subs);
   if (!before.exists) return report(options, { ...result(before, []), message: `${TYPE_LABEL[type]} "${name}" is not held: nothing to unlock` });
   if (!options.yes) await confirm(before);
@@ -58,6 +58,8 @@ function unlockWith(locks: LockClient, name: string, type: LockType, mode: strin
   switch (type) {
     case 'lock':
       return locks.getLock(name).forceUnlock();
+    case 'spin-lock':
+      return locks.getSpinLock(name).forceUnlock();
     case 'fenced-lock':
       return locks.getFencedLock(name).forceUnlock();
     case 'fair-lock':

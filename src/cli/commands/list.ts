@@ -146,6 +146,7 @@ function summary(d: Description): string {
   const owners = (n: number): string => (n === 0 ? 'not held' : `held by ${n} owner${n === 1 ? '' : 's'}`);
   switch (d.type) {
     case 'lock':
+    case 'spin-lock':
     case 'fenced-lock':
       return owners(d.holders!.length) + (d.fencingToken !== undefined ? `, last token ${d.fencingToken}` : '');
     case 'fair-lock':
@@ -158,8 +159,6 @@ function summary(d: Description): string {
       return `${d.permits!.taken} of ${d.permits!.total} permits taken`;
     case 'count-down-latch':
       return `count ${d.count}`;
-    case 'semaphore-or-latch':
-      return `value ${d.value}`;
   }
 }
 

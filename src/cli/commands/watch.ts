@@ -137,7 +137,7 @@ class Watch {
     const { connection } = this.target;
     const read = await inspectObject(connection, this.keys, DEFAULT_LIMIT, forcedType(this.options.type) ?? this.seen, this.own);
     const type = read.detection.found === 'object' ? read.detection.type : null;
-    if (type !== null && type !== 'semaphore-or-latch') this.seen = type;
+    if (type !== null) this.seen = type;
     const description = type === null ? undefined : await describe(connection, read.state, type, read.subs);
     await this.subscribe(watchedChannels(read.state));
     const current = tally(description);
@@ -207,5 +207,5 @@ function summaryOf(state: Partial<Description> | null): string {
   if (state.mode !== undefined) return `${state.mode} mode; writer: ${state.writer ? holdersText([state.writer]) : 'none'}; readers: ${holdersText(state.readers ?? [])}`;
   if (state.permits) return `${state.permits.taken} of ${state.permits.total} permits taken`;
   if (state.freePermits !== undefined) return `${state.freePermits} free permits`;
-  return `count ${state.count ?? state.value}`;
+  return `count ${state.count}`;
 }

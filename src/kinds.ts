@@ -1,0 +1,85 @@
+import { WrongTypeError } from './errors.js';
+import type { Connection } from './redis/connection.js';
+import { Script } from './redis/script.js';
+
+/**
+ * The kinds of relock object, as `WrongTypeError` and the `relock` command name them. A name serves one
+ * kind at a time: every script that takes or changes an object first checks that its key is free or
+ * belongs to its own kind, and otherwise fails with `WrongTypeError` without writing anything (two kinds
+ * on one name would hand out two holders: an `RLock`'s hash looks free to a read-write lock).
+ *
+ * How a script tells the kinds apart: first by the Redis type of the main key `keyPrefix + name` (a
+ * semaphore keeps a string, an expirable semaphore a sorted set, every other kind a hash), through the
+ * first command it runs on the key, which Redis fails with WRONGTYPE on another type before anything is
+ * written; then, for hashes, by the `kind` field every relock hash carries (`lock`, `spin-lock`,
+ * `fenced-lock`, `fair-lock`, `count-down-latch`), except the read-write lock's, which its `mode` field
+ * marks. The field is written with the first hold (in the same `HSET`) and read together with the owner's
+ * hold count (`HMGET`), so the check adds no command to an acquisition.
+ */
+export type ObjectKind = 'lock' | 'spin-lock' | 'fenced-lock' | 'fair-lock' | 'read-write-lock' | 'semaphore' | 'expirable-semaphore' | 'count-down-latch';
+
+/** Every `ObjectKind`. */
+export const OBJECT_KINDS: readonly ObjectKind[] = Object.freeze(['lock', 'spin-lock', 'fenced-lock', 'fair-lock', 'read-write-lock', 'semaphore', 'expirable-semaphore', 'count-down-latch']);
+
+/** The Redis type of the main key of each kind. */
+export const REDIS_TYPE: Readonly<Record<ObjectKind, 'hash' | 'string' | 'zset'>> = Object.freeze({
+  lock: 'hash',
+  'spin-lock': 'hash',
+  'fenced-lock': 'hash',
+  'fair-lock': 'hash',
+  'read-write-lock': 'hash',
+  'count-down-latch': 'hash',
+  semaphore: 'string',
+  'expirable-semaphore': 'zset',
+});
+
+/** The hash field that names the kind of a relock hash (not in a read-write lock's: its `mode` marks it). */
+export const KIND_FIELD = 'kind';
+
+/**
+ * Lua: `wrongKind(found)`, the error reply of a script that found KEYS[1], an existing hash, to belong to
+ * another kind: `found` is the hash's `kind` field (`nil`/false when it has none: then a `mode` field
+ * means a read-write lock, else the hash is not relock's). The reply reads `WRONGTYPE relock:<kind>`
+ * (`relock:hash` for a foreign hash); `wrongTypeError` turns it into a `WrongTypeError`.
+ */
+export const WRONG_KIND = `local function wrongKind(found)
+  if not found then found = redis.call('hexists', KEYS[1], 'mode') == 1 and 'read-write-lock' or 'hash' end
+  return redis.error_reply('WRONGTYPE relock:' .. found)
+end
+`;
+
+/**
+ * Reads what a key holds, for the error of a command Redis itself refused with WRONGTYPE: `{TYPE, kind}`
+ * where kind is the relock kind its content shows ('' when none: foreign data). Reads only.
+ */
+const READ_KIND = new Script(
+  'kind.read',
+  `local t = redis.call('type', KEYS[1])['ok']
+if t == 'hash' then
+  local marks = redis.call('hmget', KEYS[1], 'kind', 'mode')
+  return {t, marks[1] or (marks[2] and 'read-write-lock') or ''}
+end
+if t == 'string' then
+  local ok = redis.call('strlen', KEYS[1]) <= 20 and string.match(redis.call('get', KEYS[1]), '^%-?%d+$')
+  return {t, ok and 'semaphore' or ''}
+end
+if t == 'zset' then return {t, 'expirable-semaphore'} end
+return {t, ''}`,
+);
+
+const FOUND_BY_SCRIPT = /^WRONGTYPE relock:([\w-]+)/;
+
+const asKind = (value: string): ObjectKind | undefined => (OBJECT_KINDS as readonly string[]).includes(value) ? (value as ObjectKind) : undefined;
+
+/**
+ * The `WrongTypeError` for a WRONGTYPE reply `error` to a command on `key` by an object of kind `asked`:
+ * the kind a relock script named in its reply, or else what the key holds now (one read-only script;
+ * 'unknown' when that read fails too).
+ */
+export async function wrongTypeError(connection: Connection, error: unknown, key: string, asked: ObjectKind): Promise<WrongTypeError> {
+  const expected = REDIS_TYPE[asked];
+  const named = FOUND_BY_SCRIPT.exec((error as Error | undefined)?.message ?? '');
+  if (named) return new WrongTypeError(key, 'hash', expected, { cause: error, foundKind: asKind(named[1]!), askedKind: asked });
+  const [type, kind] = ((await READ_KIND.run(connection, [key], []).catch(() => undefined)) as [string, string] | undefined) ?? ['unknown', ''];
+  return new WrongTypeError(key, type, expected, { cause: error, foundKind: asKind(kind), askedKind: asked });
+}

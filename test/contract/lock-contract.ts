@@ -1,0 +1,268 @@
+/**
+ * The lock contract: RLock's behaviours, run against every lock variant of `VARIANTS` on a topology.
+ * Reentry is exercised inside explicit contexts (`runInContext`) and through handles; two owners are two
+ * clients or two contexts.
+ */
+import { describe, expect, it } from '@jest/globals';
+import { IllegalMonitorStateError, WrongTypeError, type LockClient, type LockHandle, type LockLostEvent, type RLock } from '../../src/index.js';
+import type { Topology } from '../shared/topology.js';
+import { sleep, uniqueName, waitUntil } from '../support/helpers.js';
+import { VARIANTS, type LockVariant } from './variants.js';
+
+/** A name of one test's own, with a hash tag: every key and channel of it is in one slot. */
+const newName = (): string => `contract:{${uniqueName()}}`;
+
+/** Script calls (EVALSHA and EVAL) served so far by the node of `key`'s slot. */
+async function scriptCalls(topology: Topology, key: string): Promise<number> {
+  const info = String(await topology.command(key, ['INFO', 'commandstats']));
+  const calls = (command: string): number => Number(new RegExp(`^cmdstat_${command}:calls=(\\d+)`, 'm').exec(info)?.[1] ?? 0);
+  return calls('evalsha') + calls('eval');
+}
+
+/** The keys of `name` left in Redis, but a fencing counter (kept on purpose). */
+async function leftOf(topology: Topology, name: string, key: string): Promise<string[]> {
+  const tag = name.slice(name.indexOf('{'));
+  return (await topology.keys(`*${tag}*`, key)).filter((k) => !k.includes('relock:fence:'));
+}
+
+/** A name held by another client through `lock` (a 10 s lease), and a client of its own for the test. */
+async function contended(t: Topology, lock: (client: LockClient, name: string) => RLock): Promise<{ c: LockClient; name: string; key: string; held: LockHandle }> {
+  const name = newName();
+  const holder = lock(t.client(), name);
+  return { c: t.client(), name, key: holder.key, held: await holder.acquire({ leaseTime: 10_000 , unit: 'ms' }) };
+}
+
+/** Registers the contract suite of every variant. */
+export function lockContractTests(topology: () => Topology): void {
+  for (const variant of VARIANTS) describe(`${variant.name} contract`, () => contract(topology, variant));
+}
+
+function contract(topology: () => Topology, v: LockVariant): void {
+  const rival = v.rival ?? v.of;
+
+  it('reenters inside a context; a reentry raises the TTL to its lease and never lowers it', async () => {
+    const { client, redis } = topology();
+    const c = client();
+    const lock = v.of(c, newName());
+    await c.runInContext(async () => {
+      expect(await lock.tryLock(0, 5000, 'ms')).toBe(true);
+      expect(await lock.tryLock(0, 1000, 'ms')).toBe(true);
+      expect(await lock.getHoldCount()).toBe(2);
+      expect(await redis.pTTL(lock.key)).toBeGreaterThan(4000);
+      expect(await lock.tryLock(0, 9000, 'ms')).toBe(true);
+      expect(await lock.getHoldCount()).toBe(3);
+      expect(await redis.pTTL(lock.key)).toBeGreaterThan(8000);
+      for (let i = 0; i < 3; i++) await lock.unlock();
+    });
+    expect(await redis.exists(lock.key)).toBe(0);
+  });
+
+  it('only the holder unlocks: another owner gets IllegalMonitorStateError and changes nothing', async () => {
+    const { client, redis } = topology();
+    const c = client();
+    const name = newName();
+    const held = await v.of(c, name).acquire({ leaseTime: 10_000 , unit: 'ms' });
+    const key = v.of(c, name).key;
+    const ttl = await redis.pTTL(key);
+    await expect(c.runInContext(() => v.of(c, name).unlock())).rejects.toBeInstanceOf(IllegalMonitorStateError);
+    await expect(c.runInContext(() => rival(c, name).unlock())).rejects.toBeInstanceOf(IllegalMonitorStateError);
+    expect(await redis.hGet(key, held.owner)).toBe('1');
+    expect(await redis.pTTL(key)).toBeLessThanOrEqual(ttl);
+    await held.release();
+    expect(await redis.exists(key)).toBe(0);
+  });
+
+  if (!v.shared) {
+    it('concurrent owners never hold it together (20 contexts under Promise.all)', async () => {
+      const { client } = topology();
+      const c = client();
+      const name = newName();
+      let inside = 0;
+      let most = 0;
+      await Promise.all(
+        Array.from({ length: 20 }, () =>
+          c.runInContext(async () => {
+            const lock = v.of(c, name);
+            expect(await lock.tryLock(20_000, 10_000, 'ms')).toBe(true);
+            most = Math.max(most, ++inside);
+            await sleep(1);
+            inside--;
+            await lock.unlock();
+          }),
+        ),
+      );
+      expect(most).toBe(1);
+      expect(await v.of(c, name).isLocked()).toBe(false);
+    });
+  }
+
+  it('a retried unlock is idempotent on a reentrant hold: after a lost reply, hold count 2 → 1 exactly once, and success', async () => {
+    const { client: c, loseReplyTo } = await topology().lossyClient();
+    const { redis } = topology();
+    const lock = v.of(c, newName());
+    await c.runInContext(async () => {
+      expect(await lock.tryLock(0, 10_000, 'ms')).toBe(true);
+      expect(await lock.tryLock(0, 10_000, 'ms')).toBe(true);
+      expect(await lock.getHoldCount()).toBe(2);
+      let lost = false;
+      void loseReplyTo(lock.key).then(() => (lost = true));
+      await lock.unlock();
+      expect(lost).toBe(true);
+      expect(await lock.getHoldCount()).toBe(1);
+      await lock.unlock();
+    });
+    expect(await redis.exists(lock.key)).toBe(0);
+  });
+
+  it('a retried acquire after a lost grant adds no second hold; one unlock frees the key', async () => {
+    const { client: c, loseReplyTo } = await topology().lossyClient();
+    const { redis } = topology();
+    const lock = v.of(c, newName());
+    await c.runInContext(async () => {
+      let lost = false;
+      void loseReplyTo(lock.key).then(() => (lost = true));
+      expect(await lock.tryLock(5000, 10_000, 'ms')).toBe(true);
+      expect(lost).toBe(true);
+      expect(await lock.getHoldCount()).toBe(1);
+      await lock.unlock();
+    });
+    expect(await redis.exists(lock.key)).toBe(0);
+  });
+
+  it('the watchdog keeps a hold past three leases; after the unlock it renews nothing more', async () => {
+    const { client, redis } = topology();
+    const c = client({ lockWatchdogTimeout: 450 });
+    const lost: LockLostEvent[] = [];
+    c.on('lockLost', (event) => lost.push(event));
+    const lock = v.of(c, newName());
+    const handle = await lock.acquire();
+    await sleep(1500); // the time under test: more than three leases
+    expect(await redis.hGet(lock.key, handle.owner)).toBe('1');
+    expect(handle.signal.aborted).toBe(false);
+    await handle.release();
+    expect(c.stats().watchdogHolds).toBe(0);
+    const calls = c.stats().renewalCalls;
+    await sleep(450); // the time under test: three renewal periods with nothing to renew
+    expect(c.stats().renewalCalls).toBe(calls);
+    expect(lost).toEqual([]);
+    expect(await redis.exists(lock.key)).toBe(0);
+  });
+
+  it("renewal checks the owner: after A's key is deleted and B takes the lock, A's next renewal reports lockLost within one interval and leaves B's TTL alone", async () => {
+    const { client, redis } = topology();
+    const watchdogMs = 600;
+    const a = client({ lockWatchdogTimeout: watchdogMs });
+    const b = client();
+    const name = newName();
+    const lost = new Promise<LockLostEvent>((resolve) => a.once('lockLost', resolve));
+    const heldByA = await v.of(a, name).acquire();
+    const key = v.of(a, name).key;
+    // Start right after one of A's renewals went through (its TTL jumps back up), so that the next one
+    // runs only after B took the lock.
+    let last = await redis.pTTL(key);
+    await waitUntil(
+      async () => {
+        const now = await redis.pTTL(key);
+        const renewed = now > last + 30;
+        last = now;
+        return renewed;
+      },
+      5000,
+      5,
+      "A's renewal",
+    );
+    await redis.del(key);
+    const heldByB = await v.of(b, name).acquire({ waitTime: 0, leaseTime: 10_000 , unit: 'ms' });
+    const tookAt = performance.now();
+    const ttlAtTake = await redis.pTTL(key);
+    const event = await Promise.race([lost, sleep(watchdogMs / 3 + 500).then(() => undefined)]);
+    const elapsed = performance.now() - tookAt;
+    expect(event).toMatchObject({ name, reason: 'expired' });
+    expect(elapsed).toBeLessThan(watchdogMs / 3 + 500);
+    expect(heldByA.signal.aborted).toBe(true);
+    const ttl = await redis.pTTL(key);
+    const since = performance.now() - tookAt;
+    expect(ttl).toBeLessThanOrEqual(ttlAtTake);
+    expect(ttl).toBeGreaterThan(ttlAtTake - since - 100);
+    expect(await redis.hGet(key, heldByB.owner)).toBe('1');
+    await heldByB.release();
+  });
+
+  if (!v.polls) {
+    it('a waiter parked on its channel wakes by the unlock message within milliseconds', async () => {
+      const t = topology();
+      const { c: waiterClient, name, key, held } = await contended(t, rival);
+      const before = await scriptCalls(t, key);
+      const waiting = v.of(waiterClient, name).acquire({ waitTime: 5000, leaseTime: 10_000 , unit: 'ms' });
+      // Parked: subscribed, and the attempt made after subscribing answered busy.
+      await waitUntil(async () => waiterClient.stats().subscriptions === 1 && (await scriptCalls(t, key)) - before >= 2, 5000, 5, 'the waiter to park');
+      await held.release();
+      const releasedAt = performance.now();
+      const handle = await waiting;
+      expect(performance.now() - releasedAt).toBeLessThan(250);
+      await handle.release();
+      await waitUntil(() => waiterClient.stats().subscriptions === 0, 2000, 5, 'the waiter to leave its channel');
+    });
+  }
+
+  it("a waiter gets the lock at the holder's lease end when no message comes (TTL fallback)", async () => {
+    const { client, redis } = topology();
+    const name = newName();
+    await rival(client(), name).acquire({ leaseTime: 400 , unit: 'ms' });
+    const key = v.of(client(), name).key;
+    const expiresAt = performance.now() + (await redis.pTTL(key));
+    const handle = await v.of(client(), name).acquire({ waitTime: 5000, leaseTime: 10_000 , unit: 'ms' });
+    const late = performance.now() - expiresAt;
+    expect(late).toBeGreaterThan(-20);
+    expect(late).toBeLessThan(300);
+    await handle.release();
+  });
+
+  it("an aborted wait rejects with the signal's reason (default or given) and leaves no subscription, queue entry or hold", async () => {
+    const t = topology();
+    const { c: waiterClient, name, key, held } = await contended(t, rival);
+    for (const reason of [undefined, new Error('caller gave up')]) {
+      const before = await scriptCalls(t, key);
+      const controller = new AbortController();
+      const waiting = v.of(waiterClient, name).acquire({ signal: controller.signal });
+      await waitUntil(async () => (await scriptCalls(t, key)) - before >= 2, 5000, 5, 'the waiter to try twice');
+      controller.abort(reason);
+      await expect(waiting).rejects.toBe(controller.signal.reason);
+      await waitUntil(() => waiterClient.stats().subscriptions === 0, 2000, 5, 'the waiter to leave its channel');
+      expect(waiterClient.stats().watchdogHolds).toBe(0);
+    }
+    await held.release();
+    await waitUntil(async () => (await leftOf(t, name, key)).length === 0, 2000, 10, 'every key of the name to be gone');
+  });
+
+  it('tryLock() and a wait time of 0 make exactly one attempt each and subscribe to nothing', async () => {
+    const t = topology();
+    const { c, name, key, held } = await contended(t, rival);
+    const keys = (await leftOf(t, name, key)).sort();
+    const before = await scriptCalls(t, key);
+    expect(await c.runInContext(() => v.of(c, name).tryLock())).toBe(false);
+    expect(await c.runInContext(() => v.of(c, name).tryLock(0, 5, 'seconds'))).toBe(false);
+    expect((await scriptCalls(t, key)) - before).toBe(2);
+    expect(c.stats().subscriptions).toBe(0);
+    expect((await leftOf(t, name, key)).sort()).toEqual(keys);
+    await held.release();
+  });
+
+  it('a key that holds other data fails with WrongTypeError naming the key and the kind asked, and is left as it was', async () => {
+    const { client, redis } = topology();
+    const c = client();
+    const asString = v.of(c, newName());
+    await redis.set(asString.key, 'application data');
+    const error = await c.runInContext(() => asString.tryLock()).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(WrongTypeError);
+    expect(error).toMatchObject({ key: asString.key, actualType: 'string', foundKind: undefined, askedKind: v.kind });
+    expect(await redis.get(asString.key)).toBe('application data');
+    const asHash = v.of(c, newName());
+    await redis.hSet(asHash.key, 'field', 'value');
+    const hashError = await c.runInContext(() => asHash.acquire({ waitTime: 1000 , unit: 'ms' })).catch((e: unknown) => e);
+    expect(hashError).toMatchObject({ key: asHash.key, actualType: 'hash', foundKind: undefined, askedKind: v.kind });
+    expect(await redis.hGetAll(asHash.key)).toEqual({ field: 'value' });
+    await redis.del(asString.key);
+    await redis.del(asHash.key);
+  });
+}

@@ -1,0 +1,11 @@
+/**
+ * The lock contract (every lock variant) and the one-kind-per-name matrix on a standalone Redis;
+ * test/cluster/contract.test.ts runs them on a Cluster.
+ */
+import { useStandaloneTopology } from '../shared/topology.js';
+import { kindMatrixTests } from './kinds.js';
+import { lockContractTests } from './lock-contract.js';
+
+const topology = useStandaloneTopology();
+lockContractTests(topology);
+kindMatrixTests(topology);
