@@ -40,7 +40,10 @@ export let memberSteps: MemberSteps;
  * `{ leaseTime: 5, unit: 'seconds' }` are the same lease; `{ leaseTime: 5 }` alone is refused.
  */
 export interface AcquireOptions {
-  /** How long to wait for the lock, in milliseconds: 0 for one attempt; omitted, Infinity or -1 to wait until it is free. */
+  /**
+   * How long to wait for the lock, in milliseconds: 0 for one attempt; omitted or `Infinity` to wait until
+   * it is free. Negative values throw `InvalidArgumentError` (`tryLock(-1, …)`, Redisson's form, makes one attempt).
+   */
   waitMs?: number;
   /**
    * Lease in milliseconds: the lock expires this long after the acquisition (counted from when the
@@ -202,7 +205,8 @@ export class RLock {
    * Tries to acquire the lock (Redisson's `RLock.tryLock`): `tryLock()` makes exactly one attempt;
    * `tryLock(waitTime, unit)` waits up to `waitTime` with the watchdog; `tryLock(waitTime, leaseTime,
    * unit)` waits up to `waitTime` and holds for `leaseTime` without the watchdog (`-1` = watchdog).
-   * A wait time of 0 makes exactly one attempt. Waiting is woken by the unlock message, with a timer on
+   * A wait time <= 0 (such as `-1`) makes exactly one attempt, as in Redisson; to wait until the lock is
+   * free use `lock()` or `acquire()` without a wait time (`Infinity` also waits without limit). Waiting is woken by the unlock message, with a timer on
    * the holder's TTL as fallback. Resolves to true when acquired, false when the lock stayed busy (outside
    * any context, also when this object already holds it: see the class description).
    * Throws `InvalidArgumentError`, `WrongTypeError`, `RedisUnavailableError` (Redis unreachable for

@@ -67,7 +67,7 @@ export abstract class GroupLock {
   /**
    * Tries to acquire the group (Redisson's `tryLock`): `tryLock()` makes one round; `tryLock(waitTime,
    * unit)` retries for up to `waitTime` with the watchdog; `tryLock(waitTime, leaseTime, unit)` with a
-   * lease (`-1` = watchdog). Resolves to true when held, false (holding no member) when the wait ran out.
+   * lease (`-1` = watchdog). A wait time <= 0 (such as `-1`) makes one round, as Redisson's `tryLock(-1, …)`. Resolves to true when held, false (holding no member) when the wait ran out.
    * Throws as `lock()`.
    */
   tryLock(): Promise<boolean>;

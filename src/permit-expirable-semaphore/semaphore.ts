@@ -113,7 +113,7 @@ export class RPermitExpirableSemaphore {
   /**
    * Tries to acquire (Redisson's `tryAcquire`) and resolves to the permit id, or `undefined` when too
    * few permits were free for the whole wait: `tryAcquire()` makes exactly one attempt with the
-   * watchdog; `tryAcquire(waitTime, unit)` waits up to `waitTime` (-1: no limit) with the watchdog;
+   * watchdog; `tryAcquire(waitTime, unit)` waits up to `waitTime` (<= 0, such as -1: one attempt, as in Redisson) with the watchdog;
    * `tryAcquire(waitTime, leaseTime, unit)` gives the permit a lease (-1: watchdog);
    * `tryAcquire(permits, waitTime, leaseTime, unit)` takes several permits at once and resolves to their
    * ids. A watchdog permit is renewed until `release(id)` on any object of this client. Throws

@@ -83,7 +83,7 @@ export class RSemaphore extends CountedObject {
   /**
    * Tries to take permits (Redisson's `tryAcquire`): `tryAcquire()` and `tryAcquire(permits)` make
    * exactly one attempt; `tryAcquire(waitTime, unit)` and `tryAcquire(permits, waitTime, unit)` wait up to
-   * `waitTime` (-1: no limit). Resolves to true when the permits were taken, false when too few were free
+   * `waitTime` (<= 0, such as -1: one attempt, as in Redisson). Resolves to true when the permits were taken, false when too few were free
    * for the whole wait. Throws `InvalidArgumentError`, `WrongTypeError`, `RedisUnavailableError`,
    * `ClientClosedError`.
    */
