@@ -110,6 +110,7 @@ export abstract class GroupLock {
         if (hold && this.holder === hold) this.holder = undefined;
         return this.finish(members);
       },
+      lost: (survivors) => this.lost(survivors),
     });
   }
 
@@ -169,4 +170,10 @@ export abstract class GroupLock {
 
   /** Releases the member handles of a handle being released. */
   protected abstract finish(members: LockHandle[]): Promise<void>;
+
+  /**
+   * A handle's group was lost (fewer than `quorum` members held) while `survivors` are still held: the
+   * multi-lock leaves them to the caller's `release()` (nothing to do); RedLock releases them.
+   */
+  protected lost(_survivors: LockHandle[]): void {}
 }
