@@ -17,7 +17,7 @@ import { ACQUIRE, ADD_LIMIT, COUNTS, RELEASE, RENEW, SET_LIMIT, TRY_SET_LIMIT, U
 export interface PermitAcquireOptions {
   /** Permits to take at once (each gets its own id). Default 1. */
   permits?: number;
-  /** How long to wait, in milliseconds: 0 for one attempt; omitted, Infinity or -1 to wait until enough permits are free. */
+  /** How long to wait, in milliseconds: 0 for one attempt; omitted or `Infinity` to wait until enough permits are free; negative values are refused. */
   waitMs?: number;
   /**
    * Lease in milliseconds: the permits expire this long after the acquisition, in Redis server time,
