@@ -38,7 +38,7 @@ const WAKE_ALL_AT_ZERO: WakeRule = (message) => (message === '0' || message === 
 export class RCountDownLatch extends CountedObject {
   /** @internal Use `LockClient.getCountDownLatch(name)`. */
   constructor(core: Core, name: string) {
-    super(core, name, 'latch', 'count-down-latch');
+    super(core, name, 'latch', 'count-down-latch', '0');
   }
 
   /** Reads the count with a script that checks the key's kind (`HMGET` of `kind` and `count`). */

@@ -3,8 +3,8 @@ import type { Core } from '../core.js';
 import { PermitAcquireTimeoutError } from '../errors.js';
 import { waitFor, type Attempt } from '../pubsub/wait.js';
 import { checkOptions, optionWait, waitMillis, type TimeUnit } from '../time.js';
-import { acquireOutcome, permitDelta, permitTotal, requireUnit, tookPermits, WAKE_BY_PERMITS } from './permits.js';
-import { ACQUIRE, ADD, DRAIN, TRY_SET } from './scripts.js';
+import { acquireOutcome, permitDelta, permitTotal, positiveTime, requireUnit, tookPermits, WAKE_BY_PERMITS } from './permits.js';
+import { ACQUIRE, ADD, ADD_IF_EXISTS, DRAIN, TRY_SET } from './scripts.js';
 
 /**
  * Options of `RSemaphore.acquire()`. Give the wait time in milliseconds (`waitMs`) or with its unit
@@ -42,18 +42,32 @@ export interface SemaphoreAcquireOptions {
 export class RSemaphore extends CountedObject {
   /** @internal Use `LockClient.getSemaphore(name)`. */
   constructor(core: Core, name: string) {
-    super(core, name, 'permits', 'semaphore');
+    super(core, name, 'permits', 'semaphore', '');
   }
 
   /**
-   * Sets the number of permits if the semaphore does not exist yet (Redisson's `trySetPermits`; `GET`, `SET`).
-   * Resolves to true when it was set, false when the semaphore already existed. Throws
-   * `InvalidArgumentError` (not an integer >= 0), `WrongTypeError`, `RedisUnavailableError`,
-   * `ClientClosedError`.
+   * Sets the number of permits if the semaphore does not exist yet (Redisson's `trySetPermits`; `GET`, `SET`),
+   * and with `timeToLive` and `unit` (Redisson's `trySetPermits(permits, Duration)`) gives the new key that
+   * time to live (`PEXPIRE`): the semaphore is then deleted after it, whatever its count. Resolves to true
+   * when it was set, false when the semaphore already existed (its TTL left as it was). Throws
+   * `InvalidArgumentError` (permits not an integer >= 0, a time to live that is not positive or has no
+   * unit), `WrongTypeError`, `RedisUnavailableError`, `ClientClosedError`.
    */
-  async trySetPermits(permits: number): Promise<boolean> {
+  async trySetPermits(permits: number, timeToLive?: number, unit?: TimeUnit): Promise<boolean> {
     const count = permitTotal(permits);
-    return Number(await this.run('semaphore.trySetPermits', TRY_SET, [String(count)])) === 1;
+    const ttl = timeToLive === undefined ? '' : String(positiveTime(timeToLive, unit, 'timeToLive'));
+    return Number(await this.run('semaphore.trySetPermits', TRY_SET, [String(count), ttl])) === 1;
+  }
+
+  /**
+   * Gives back `permits` only if the semaphore exists (Redisson's `releaseIfExists`; `GET`, `INCRBY`), and
+   * wakes waiters: a deleted or expired semaphore is not brought back by a late release. Resolves to true
+   * when they were added, false when the semaphore did not exist. `releaseIfExists(0)` resolves true when
+   * it exists, changing nothing. Retries after a lost reply do not add them twice (request latch). Throws
+   * `InvalidArgumentError` (not a whole number >= 0), `WrongTypeError`, `RedisUnavailableError`, `ClientClosedError`.
+   */
+  async releaseIfExists(permits = 1): Promise<boolean> {
+    return Number(await this.run('semaphore.releaseIfExists', ADD_IF_EXISTS, [String(permitTotal(permits))])) === 1;
   }
 
   /**
