@@ -665,13 +665,31 @@ export class RLock {
     const controller = new AbortController();
     const { watchdog } = this.core;
     const renewal = leaseMs === undefined ? watchdog.attach(this.name, this.key, owner, controller) : undefined;
-    const unwatch = leaseMs === undefined ? undefined : watchdog.watchLease(this.name, this.key, [owner], controller, grant.sentAt, leaseMs);
-    return new LockHandle(this.name, owner, controller.signal, leaseMs, grant.token, async () => {
+    let unwatch = leaseMs === undefined ? undefined : watchdog.watchLease(this.name, this.key, [owner], controller, grant.sentAt, leaseMs);
+    const extend = async (ms: number): Promise<boolean> => {
+      const sentAt = await this.setLease(ctx, ms);
+      if (sentAt === undefined || controller.signal.aborted) return false;
       unwatch?.();
-      renewal?.controllers.delete(controller);
-      await this.unlockAs(ctx, leaseMs === undefined, controller);
-    });
+      unwatch = watchdog.watchLease(this.name, this.key, [owner], controller, sentAt, ms);
+      return true;
+    };
+    return new LockHandle(
+      this.name,
+      owner,
+      controller.signal,
+      leaseMs,
+      grant.token,
+      async () => {
+        unwatch?.();
+        renewal?.controllers.delete(controller);
+        await this.unlockAs(ctx, leaseMs === undefined, controller);
+      },
+      this.extendable ? extend : undefined,
+    );
   }
+
+  /** Whether a handle's `extend()` may set a new lease with `setLease` (every lock whose holds are fields of its hash). */
+  protected readonly extendable: boolean = true;
 
   /** What a WRONGTYPE reply on this lock's key is reported as. */
   protected get expects(): { key: string; kind: ObjectKind } {

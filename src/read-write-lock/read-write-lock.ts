@@ -97,6 +97,8 @@ abstract class ReadWriteSide extends RLock {
   override readonly channel: string;
   protected override readonly holdKey: string;
   protected override readonly kind = 'read-write-lock';
+  /** Each hold has its own lease in the leases set: a `PEXPIRE` of the hash cannot extend one. */
+  protected override readonly extendable: boolean = false;
 
   constructor(
     core: Core,
