@@ -26,7 +26,19 @@ export class LockHandle implements AsyncDisposable {
     private readonly doRelease: () => Promise<void>,
     /** Sets a new lease (ms) on the held lock; resolves false when Redis no longer has the hold. Absent: not supported. */
     private readonly doExtend?: (leaseMs: number) => Promise<boolean>,
+    private readonly doStopRefresh?: () => void,
   ) {}
+
+  /**
+   * Stops the watchdog renewing this hold, without releasing it (redis-semaphore's `stopRefresh()`): the
+   * lock then expires within `lockWatchdogTimeout` unless another process took it over (`acquire({
+   * identifier, acquiredExternally: true })`) and renews it. The signal no longer reports a loss; `release()`
+   * still releases the hold if it is there. Nothing happens for a handle with a lease (nothing renews it)
+   * or when called again. Local only: no Redis call.
+   */
+  stopRefresh(): void {
+    this.doStopRefresh?.();
+  }
 
   /** The lease in milliseconds (the latest `extend()`'s once extended), or `undefined` when the watchdog renews the lock. */
   get leaseTime(): number | undefined {

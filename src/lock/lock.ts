@@ -1,7 +1,7 @@
 import { pause } from '../backoff.js';
 import { allLanded, detachedContext, landed, owningContext, recordAcquired, recordReleased, releasedRenewed, takeOff, type LockContext, type Unsettled } from '../context.js';
 import type { Core } from '../core.js';
-import { ClientClosedError, IllegalMonitorStateError, InvalidArgumentError, LockAcquireTimeoutError, RedisUnavailableError } from '../errors.js';
+import { ClientClosedError, IllegalMonitorStateError, InvalidArgumentError, LockAcquireTimeoutError, LockLostError, RedisUnavailableError } from '../errors.js';
 import { auxName, mainKey } from '../keys.js';
 import type { ObjectKind } from '../kinds.js';
 import type { WakeRule } from '../pubsub/channels.js';
@@ -58,7 +58,25 @@ export interface AcquireOptions {
   unit?: TimeUnit;
   /** Aborts the wait; the promise then rejects with `signal.reason`. */
   signal?: AbortSignal;
+  /**
+   * The owner id written in Redis for this hold instead of `clientId:contextId` (redis-semaphore's
+   * `identifier`): a non-empty string of at most 200 characters, other than `kind` and `mode`. Pass it to
+   * another process so that it can take the hold over (`acquiredExternally`). Unique per hold: two
+   * acquisitions with one identifier are one owner (the second reenters). Not for read-write locks.
+   */
+  identifier?: string;
+  /**
+   * With `identifier` (redis-semaphore's `acquiredExternally`): the lock is already held under that
+   * identifier, by another process that hands it over. Nothing is acquired: the hold is checked in Redis
+   * and given this call's lease (or the watchdog's, then renewed by this client), and the handle releases
+   * it. Throws `LockLostError` (reason `'expired'`) when that identifier holds no lock. The process that
+   * acquired it should then call `handle.stopRefresh()`.
+   */
+  acquiredExternally?: boolean;
 }
+
+/** Field names of lock hashes that are not owners. */
+const RESERVED_FIELDS = new Set(['kind', 'mode']);
 
 /**
  * One acquisition call in progress, and its guard against lost replies: `before` is the owner's hold
@@ -234,8 +252,10 @@ export class RLock {
     checkOptions(options);
     const wait = optionWait(options);
     const lease = optionLease(options);
+    const owner = this.checkIdentifier(options);
     options.signal?.throwIfAborted();
-    const taken = await this.acquireForCaller(wait, lease, options.signal);
+    if (options.acquiredExternally) return this.takeOver(detachedContext(owner), lease);
+    const taken = await this.acquireForCaller(wait, lease, options.signal, owner === undefined ? undefined : detachedContext(owner));
     if (!taken) throw new LockAcquireTimeoutError(this.name, wait);
     return this.handle(taken.ctx, taken.grant, lease);
   }
@@ -335,8 +355,8 @@ export class RLock {
    * Acquires for the caller (`acquiringContext`): resolves to the owner and the grant, or undefined when
    * the wait ran out. An owner made for this call alone is abandoned when it got nothing.
    */
-  protected async acquireForCaller(waitMs: number, leaseMs: number | undefined, signal: AbortSignal | undefined): Promise<{ ctx: LockContext; grant: Grant } | undefined> {
-    const ctx = this.acquiringContext();
+  protected async acquireForCaller(waitMs: number, leaseMs: number | undefined, signal: AbortSignal | undefined, owner?: LockContext): Promise<{ ctx: LockContext; grant: Grant } | undefined> {
+    const ctx = owner ?? this.acquiringContext();
     let grant: Grant | undefined;
     try {
       grant = await this.acquireAs(ctx, waitMs, leaseMs, signal);
@@ -360,7 +380,43 @@ export class RLock {
   }
 
   protected ownerOf(ctx: LockContext): string {
-    return `${this.core.id}:${ctx.id}`;
+    return ctx.owner ?? `${this.core.id}:${ctx.id}`;
+  }
+
+  /** The `identifier` of acquire options, checked (see `AcquireOptions`); undefined when none is given. */
+  private checkIdentifier(options: AcquireOptions): string | undefined {
+    const { identifier, acquiredExternally } = options;
+    if (acquiredExternally !== undefined && typeof acquiredExternally !== 'boolean') throw new InvalidArgumentError('acquiredExternally', 'must be a boolean');
+    if (identifier === undefined) {
+      if (acquiredExternally) throw new InvalidArgumentError('acquiredExternally', 'needs the identifier the lock was acquired with: acquire({ identifier, acquiredExternally: true })');
+      return undefined;
+    }
+    if (typeof identifier !== 'string' || identifier === '' || identifier.length > 200 || RESERVED_FIELDS.has(identifier)) {
+      throw new InvalidArgumentError('identifier', 'must be a non-empty string of at most 200 characters, other than "kind" and "mode"');
+    }
+    if (this.kind === 'read-write-lock') throw new InvalidArgumentError('identifier', 'is not supported by read-write locks');
+    return identifier;
+  }
+
+  /**
+   * Takes over a hold that `ctx`'s caller-given owner already has in Redis (`acquiredExternally`): sets its
+   * lease (the watchdog's when none is given, then renewed by this client) with the owner-checked renewal
+   * script, records one hold and returns its handle. Throws `LockLostError` when the owner holds nothing.
+   */
+  private async takeOver(ctx: LockContext, leaseMs: number | undefined): Promise<LockHandle> {
+    const owner = this.ownerOf(ctx);
+    const renewal = leaseMs === undefined ? this.reserveRenewal(owner) : undefined;
+    let sentAt: number | undefined;
+    try {
+      sentAt = await this.setLease(ctx, leaseMs ?? this.core.watchdog.leaseMs);
+    } finally {
+      if (renewal && sentAt === undefined) this.core.watchdog.abandon(renewal);
+    }
+    if (sentAt === undefined) throw new LockLostError(this.name, 'expired', { cause: new Error(`no hold of "${owner}" to take over`) });
+    if (renewal) this.core.watchdog.confirm(renewal, sentAt);
+    recordAcquired(ctx, this.holdKey, leaseMs === undefined, monotonic());
+    this.remember(ctx, leaseMs === undefined ? Infinity : sentAt + leaseMs);
+    return this.handle(ctx, { sentAt }, leaseMs);
   }
 
   /**
@@ -673,6 +729,13 @@ export class RLock {
       unwatch = watchdog.watchLease(this.name, this.key, [owner], controller, sentAt, ms);
       return true;
     };
+    let renewed = leaseMs === undefined;
+    const stopRefresh = (): void => {
+      if (!renewed) return;
+      renewed = false;
+      renewal?.controllers.delete(controller);
+      watchdog.release(this.key, owner);
+    };
     return new LockHandle(
       this.name,
       owner,
@@ -682,9 +745,10 @@ export class RLock {
       async () => {
         unwatch?.();
         renewal?.controllers.delete(controller);
-        await this.unlockAs(ctx, leaseMs === undefined, controller);
+        await this.unlockAs(ctx, renewed, controller);
       },
       this.extendable ? extend : undefined,
+      stopRefresh,
     );
   }
 

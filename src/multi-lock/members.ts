@@ -128,9 +128,20 @@ export function groupHandle(options: {
   }
   const owner = members.map((m) => m.owner).join(',');
   const validity = options.validUntil === undefined ? leaseMs : Math.max(0, Math.round(options.validUntil - monotonic()));
-  return new LockHandle(name, owner, controller.signal, validity, undefined, async () => {
-    if (timer) clearTimeout(timer);
-    for (const member of members) member.signal.removeEventListener('abort', onMemberLost);
-    await options.finish(members);
-  });
+  return new LockHandle(
+    name,
+    owner,
+    controller.signal,
+    validity,
+    undefined,
+    async () => {
+      if (timer) clearTimeout(timer);
+      for (const member of members) member.signal.removeEventListener('abort', onMemberLost);
+      await options.finish(members);
+    },
+    undefined,
+    () => {
+      for (const member of members) member.stopRefresh();
+    },
+  );
 }
