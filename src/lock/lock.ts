@@ -8,6 +8,7 @@ import type { WakeRule } from '../pubsub/channels.js';
 import { waitFor, type Attempt } from '../pubsub/wait.js';
 import { checkOptions, leaseMillis, monotonic, optionLease, optionWait, waitMillis, type TimeUnit } from '../time.js';
 import type { Renewal, RenewalKind } from '../watchdog/watchdog.js';
+import { KeyEvents, type LockEvent } from './events.js';
 import { LockHandle } from './handle.js';
 import { ACQUIRE, FORCE_UNLOCK, RENEW, UNLOCK } from './scripts.js';
 
@@ -171,6 +172,8 @@ export class RLock {
   private readonly latchPrefix: string;
   /** The renewal of this lock's last watchdog acquisition, for `reserveRenewal` to reuse. */
   private spareRenewal: Renewal | undefined;
+  /** Listeners of the lock's key events (`addListener`), made on first use. */
+  private events: KeyEvents | undefined;
 
   static {
     memberSteps = {
@@ -301,6 +304,29 @@ export class RLock {
   /** Runs the force-unlock script once: 1 when a lock was deleted, else 0. The fair lock overrides it. */
   protected runForceUnlock(): Promise<unknown> {
     return FORCE_UNLOCK.run(this.core.connection, [this.key], [this.releaseChannel(), this.core.connection.publishCommand, this.kind]);
+  }
+
+  /**
+   * Calls `listener(name)` when the lock's key expires (`'expired'`: the last holder's lease ran out, or a
+   * crashed holder's watchdog lease) or is deleted (`'deleted'`: the last unlock, `forceUnlock`), in any
+   * process (Redisson's `addListener` with an `ExpiredObjectListener` / `DeletedObjectListener`). Observed
+   * through Redis keyspace notifications (channel `__keyspace@<db>__:<key>`, messages `expired` / `del`),
+   * which must be enabled: `notify-keyspace-events` with `K` and `x` (expired) or `g` (deleted), e.g.
+   * `CONFIG SET notify-keyspace-events Kgx`. Checked here (`CONFIG GET`, `CLIENT INFO`), then subscribed;
+   * resolves to an id for `removeListener`. Delivery is at most once (pub/sub: a message sent while this
+   * client reconnects is lost). Throws `KeyspaceEventsUnavailableError` (notifications disabled, `CONFIG`
+   * refused, Redis Cluster), `InvalidArgumentError` (unknown event, a listener that is not a function),
+   * `RedisUnavailableError`, `ClientClosedError`. Without notifications, holders learn of a lost lock
+   * from their handle's `signal` and the client's `lockLost` event.
+   */
+  addListener(event: LockEvent, listener: (name: string) => void): Promise<number> {
+    this.events ??= new KeyEvents(this.core, this.key, this.name);
+    return this.events.add(event, listener);
+  }
+
+  /** Removes a listener added by `addListener` (unsubscribes its channel when it was the last); an unknown id does nothing. */
+  async removeListener(id: number): Promise<void> {
+    await this.events?.remove(id);
   }
 
   /** Whether anyone holds the lock (`EXISTS` on its key). Throws `RedisUnavailableError`, `ClientClosedError`. */
