@@ -11,6 +11,8 @@ let proxies: TcpProxy[];
 let viaProxy: Redis[];
 const paused = new Set<number>();
 const killed = new Set<number>();
+/** node-redis clients made by a test, closed after it. */
+const extra: Redis[] = [];
 
 beforeAll(async () => {
   servers = await Promise.all([0, 1, 2, 3].map(() => startRedis({ controllable: true })));
@@ -23,6 +25,7 @@ afterEach(async () => {
   paused.clear();
   for (const i of killed) await servers[i]!.restart();
   killed.clear();
+  await Promise.all(extra.splice(0).map((r) => r.destroy()));
   for (const p of proxies) p.latencyMs = 0;
   await closeAll();
   await Promise.all(redis.map((r) => waitUntil(() => r.isReady, 5000, 10, 'the test connection to reconnect')));
@@ -60,13 +63,17 @@ describe('RedLock: a quorum made impossible by busy nodes is "busy", not "Redis 
     expect(await redLockOf(clients(4, [2, 3]), name).tryLock(100, 5000, 'ms')).toBe(false);
   });
 
-  it('3 masters, one down and the two others busy (the second slower): tryLock resolves false', async () => {
+  it('3 masters, one down (failing at once) and the two others busy (the second slower): tryLock resolves false', async () => {
     const name = uniqueName();
     await Promise.all([0, 1].map((i) => clients(3)[i]!.getLock(name).lock(10, 's')));
     proxies[1]!.latencyMs = 40;
-    const nodes = clients(3, [1]);
+    // The third master's client fails every command at once while its server is down (no offline queue, no retries).
+    const down = await connect(servers[2]!.url, { disableOfflineQueue: true });
+    extra.push(down);
+    const nodes = [...clients(2, [1]), lockClient(down, { retry: { retries: 0 } })];
     await servers[2]!.kill();
     killed.add(2);
+    await waitUntil(() => !down.isReady, 5000, 10, 'the client to see its server down');
     expect(await redLockOf(nodes, name).tryLock(-1, 5, 's')).toBe(false);
     expect(await redLockOf(nodes, name).tryLock(100, 5000, 'ms')).toBe(false);
   });
