@@ -40,10 +40,14 @@ describe('RLock.addListener', () => {
     await watcher.removeListener(expiredId);
     await watcher.removeListener(deletedId);
     await watcher.removeListener(12345);
+    // A listener added afterwards sees the next events; the removed ones, on the same connection before it, do not.
+    const later: string[] = [];
+    await watcher.addListener('deleted', (n) => later.push(n));
     await holder.lock(50, 'ms');
     await waitUntil(async () => (await env.redis.exists(name)) === 0, 3000, 10, 'the lease to end');
     await holder.lock();
     await holder.unlock();
+    await waitUntil(() => later.length === 1, 3000, 10, 'the later listener');
     expect(seen).toHaveLength(3);
   });
 });
