@@ -45,6 +45,9 @@ export {
   WrongTypeError,
 } from './errors.js';
 export { FencedLock } from './fenced-lock/fenced-lock.js';
+export type { AcquireMessage, LostMessage, ReleaseMessage } from './observe/channels.js';
+export type { AcquireOutcome, MetricKind, WokenBy } from './observe/kinds.js';
+export type { MeterProviderLike, OtelOptions, TracerProviderLike } from './observe/options.js';
 export type { ObjectKind } from './kinds.js';
 export { LockHandle } from './lock/handle.js';
 export { RLock, type AcquireOptions } from './lock/lock.js';

@@ -21,8 +21,11 @@ export interface WaitOptions<T> {
   /** Longest timer fallback when the attempt gives no retry time (a key without TTL, lost messages). */
   maxPollMs: number;
   signal?: AbortSignal | undefined;
-  /** One attempt; `deadline` is the monotonic end of the wait (undefined: no limit). */
-  attempt: (deadline: number | undefined) => Promise<Attempt<T>>;
+  /**
+   * One attempt; `deadline` is the monotonic end of the wait (undefined: no limit); `wake` is what woke
+   * the waiter before it: a message on the channel, or a timer (undefined for the first attempt).
+   */
+  attempt: (deadline: number | undefined, wake?: 'message' | 'timer') => Promise<Attempt<T>>;
 }
 
 /**
@@ -57,7 +60,7 @@ export async function waitFor<T>(options: WaitOptions<T>): Promise<T | undefined
     for (;;) {
       signal?.throwIfAborted();
       if (!current) {
-        result = await options.attempt(deadline);
+        result = await options.attempt(deadline, woken ? 'message' : 'timer');
         woken = false;
         if (result.acquired) return result.value;
       }

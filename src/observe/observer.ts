@@ -1,0 +1,199 @@
+import type { Logger } from 'pino';
+import { IllegalMonitorStateError } from '../errors.js';
+import { monotonic } from '../time.js';
+import type { LockLostEvent } from '../watchdog/watchdog.js';
+import { acquireChannel, lostChannel, releaseChannel, type AcquireMessage, type LostMessage, type ReleaseMessage } from './channels.js';
+import type { AcquireOutcome, MetricKind, WokenBy } from './kinds.js';
+import type { ApiLoader, OtelOptions } from './options.js';
+import { loadApi, Otel } from './otel.js';
+
+/** What one acquisition call tells its probe while it runs. */
+export interface AcquireProbe {
+  /** An attempt is about to be sent; `wake` is what woke the waiter before it (undefined: the first attempt, or a poll). */
+  attempt(wake: 'message' | 'timer' | undefined): void;
+  /** An attempt found the object busy and the call goes on waiting (`waitMs` > 0). */
+  busy(): void;
+}
+
+/** The probe of calls made while nothing observes: it does nothing. */
+const IDLE: AcquireProbe = Object.freeze({ attempt: () => {}, busy: () => {} });
+
+/** A hold this process has, as the observer counts it (per lock key and owner). */
+interface Hold {
+  readonly kind: MetricKind;
+  count: number;
+  /** Monotonic ms of its first grant. */
+  readonly since: number;
+}
+
+/** The attributes of one kind, shared by every measurement of that kind. */
+const kindAttributes = new Map<MetricKind, { 'relock.kind': MetricKind }>();
+const attributesOf = (kind: MetricKind): { 'relock.kind': MetricKind } => {
+  let attributes = kindAttributes.get(kind);
+  if (!attributes) kindAttributes.set(kind, (attributes = Object.freeze({ 'relock.kind': kind })));
+  return attributes;
+};
+
+/** Span status code ERROR of `@opentelemetry/api` (`SpanStatusCode.ERROR`). */
+const ERROR_STATUS = 2;
+
+/**
+ * The one place relock's instrumentation lives: every acquisition, release and lost hold of every
+ * primitive goes through `acquire`, `release` and `lost`, which record OpenTelemetry metrics and spans
+ * (when `@opentelemetry/api` is installed and the client's `otel` option is not false) and publish on
+ * the `relock:*` diagnostics channels (when someone subscribed). While neither is the case each call
+ * costs one check and runs the operation unchanged.
+ */
+export class Observer {
+  private otel: Otel | undefined;
+  /** Settles once `@opentelemetry/api` was loaded, or found missing, or not asked for. */
+  readonly ready: Promise<void>;
+  /** Holds counted in `relock.held`, by `key + ' ' + owner`. */
+  private readonly holds = new Map<string, Hold>();
+
+  /**
+   * `options`: the client's `otel` option (false: never load the API). `load` loads the API (a test can
+   * give one that fails, as when the package is not installed).
+   */
+  constructor(options: false | OtelOptions | undefined, log: Logger, load: ApiLoader = loadApi) {
+    if (options === false) {
+      this.ready = Promise.resolve();
+      return;
+    }
+    this.ready = load().then(
+      (api) => {
+        this.otel = new Otel(api as ConstructorParameters<typeof Otel>[0], options ?? {});
+      },
+      (error: unknown) => log.debug({ err: error }, '@opentelemetry/api not loaded: no metrics or spans'),
+    );
+  }
+
+  /** Whether OpenTelemetry records (the API was loaded). */
+  get recording(): boolean {
+    return this.otel !== undefined;
+  }
+
+  /**
+   * Runs one acquisition call `run` of the object `name` of `kind` for `owner` of `key` (resolving to the
+   * grant, or undefined when the wait time ran out), measuring it: `relock.acquire.duration`,
+   * `relock.acquires`, `relock.waiters` while it waits, `relock.held` when granted, a `relock.acquire`
+   * span, and the `relock:acquire` TracingChannel events. The outcome is `aborted` when it rejected after
+   * `signal` aborted, `error` when it rejected otherwise.
+   */
+  acquire<T>(kind: MetricKind, name: string, key: string, owner: string, waitMs: number, signal: AbortSignal | undefined, run: (probe: AcquireProbe) => Promise<T | undefined>): Promise<T | undefined> {
+    const otel = this.otel;
+    const traced = (acquireChannel as { hasSubscribers?: boolean }).hasSubscribers === true;
+    if (!otel && !traced) return run(IDLE);
+    const start = monotonic();
+    const attributes = attributesOf(kind);
+    const span = otel?.tracer.startSpan('relock.acquire', { attributes: this.spanAttributes(otel, kind, name) }, otel.api.context.active());
+    const message: AcquireMessage = { kind, name, waitMs };
+    let attempts = 0;
+    let wokenBy: WokenBy = 'none';
+    let waiting = false;
+    const probe: AcquireProbe = {
+      attempt: (wake) => {
+        attempts++;
+        wokenBy = wake ?? (attempts > 1 ? 'timer' : 'none');
+      },
+      busy: () => {
+        if (waiting || waitMs <= 0) return;
+        waiting = true;
+        otel?.waiters.add(1, attributes);
+      },
+    };
+    const settle = (outcome: AcquireOutcome, error?: unknown): void => {
+      message.outcome = outcome;
+      message.attempts = attempts;
+      message.wokenBy = wokenBy;
+      if (outcome === 'acquired') this.held(kind, key, owner);
+      if (!otel) return;
+      const outcomeAttributes = { 'relock.kind': kind, 'relock.outcome': outcome };
+      otel.acquireDuration.record((monotonic() - start) / 1000, outcomeAttributes);
+      otel.acquires.add(1, outcomeAttributes);
+      if (waiting) otel.waiters.add(-1, attributes);
+      span!.setAttributes({ 'relock.outcome': outcome, 'relock.wait_time_ms': Number.isFinite(waitMs) ? waitMs : -1, 'relock.attempts': attempts, 'relock.woken_by': wokenBy });
+      if (outcome !== 'acquired') span!.setStatus({ code: ERROR_STATUS, message: outcome === 'error' ? String((error as Error | undefined)?.message ?? error) : outcome });
+      if (error !== undefined) span!.recordException(error as Error);
+      span!.end();
+    };
+    const observed = (): Promise<T | undefined> =>
+      run(probe).then(
+        (value) => {
+          settle(value === undefined ? 'timeout' : 'acquired');
+          return value;
+        },
+        (error: unknown) => {
+          settle(signal?.aborted && error === signal.reason ? 'aborted' : 'error', error);
+          throw error;
+        },
+      );
+    return traced ? acquireChannel.tracePromise(observed, message) : observed();
+  }
+
+  /**
+   * Runs one release call `run` of `owner`'s hold of `key`, measuring it: `relock.held` drops by one,
+   * `relock.hold.duration` is recorded when no hold of the owner is left, a `relock.release` span (error
+   * status when it rejects), and the `relock:release` TracingChannel events. A rejection with
+   * `IllegalMonitorStateError` means the owner held nothing: its counted holds are dropped.
+   */
+  release(kind: MetricKind, name: string, key: string, owner: string, run: () => Promise<void>): Promise<void> {
+    const otel = this.otel;
+    const traced = (releaseChannel as { hasSubscribers?: boolean }).hasSubscribers === true;
+    if (!otel && !traced) return run();
+    const span = otel?.tracer.startSpan('relock.release', { attributes: this.spanAttributes(otel, kind, name) }, otel.api.context.active());
+    const message: ReleaseMessage = { kind, name };
+    const id = `${key} ${owner}`;
+    const observed = (): Promise<void> =>
+      run().then(
+        () => {
+          const hold = this.holds.get(id);
+          if (hold && --hold.count <= 0) {
+            this.holds.delete(id);
+            message.heldMs = monotonic() - hold.since;
+            otel?.holdDuration.record(message.heldMs / 1000, attributesOf(kind));
+          }
+          if (hold) otel?.held.add(-1, attributesOf(kind));
+          span?.end();
+        },
+        (error: unknown) => {
+          if (error instanceof IllegalMonitorStateError) this.drop(id);
+          span?.setStatus({ code: ERROR_STATUS, message: String((error as Error | undefined)?.message ?? error) });
+          span?.recordException(error as Error);
+          span?.end();
+          throw error;
+        },
+      );
+    return traced ? releaseChannel.tracePromise(observed, message) : observed();
+  }
+
+  /** A hold was lost (the `lockLost` event): `relock.lost` by reason, its counted holds dropped, a `relock:lost` message. */
+  lost(event: LockLostEvent): void {
+    const id = `${event.key} ${event.owner}`;
+    const kind = this.holds.get(id)?.kind;
+    this.drop(id);
+    this.otel?.lost.add(1, kind ? { 'relock.kind': kind, 'relock.reason': event.reason } : { 'relock.reason': event.reason });
+    if (lostChannel.hasSubscribers) lostChannel.publish({ kind, name: event.name, key: event.key, owner: event.owner, reason: event.reason } satisfies LostMessage);
+  }
+
+  /** Counts one more hold of `owner` on `key`. */
+  private held(kind: MetricKind, key: string, owner: string): void {
+    const id = `${key} ${owner}`;
+    const hold = this.holds.get(id);
+    if (hold) hold.count++;
+    else this.holds.set(id, { kind, count: 1, since: monotonic() });
+    this.otel?.held.add(1, attributesOf(kind));
+  }
+
+  /** Forgets every counted hold of `id` (it is gone from Redis). */
+  private drop(id: string): void {
+    const hold = this.holds.get(id);
+    if (!hold) return;
+    this.holds.delete(id);
+    this.otel?.held.add(-hold.count, attributesOf(hold.kind));
+  }
+
+  private spanAttributes(otel: Otel, kind: MetricKind, name: string): Record<string, string> {
+    return otel.recordNames ? { 'relock.kind': kind, 'relock.name': name } : { 'relock.kind': kind };
+  }
+}

@@ -1,0 +1,127 @@
+/**
+ * OpenTelemetry metrics and spans of every kind of lock, read through the SDK's in-memory exporters,
+ * after real operations on a real Redis: a contended lock and unlock, a timeout, an abort and a lost lock.
+ */
+import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
+import { SpanStatusCode, trace } from '@opentelemetry/api';
+import type { ReadableSpan } from '@opentelemetry/sdk-trace-base';
+import { IllegalMonitorStateError, type LockClient, type LockLostEvent, type RLock } from '../../src/index.js';
+import { useRedis } from '../support/harness.js';
+import { lockClient, sleep, uniqueName, waitUntil } from '../support/helpers.js';
+import { histogram, observerReady, point, TestSdk } from './otel-support.js';
+
+const env = useRedis();
+let sdk: TestSdk;
+
+beforeAll(() => {
+  sdk = new TestSdk();
+});
+afterAll(() => sdk.close());
+afterEach(() => sdk.spanExporter.reset());
+
+async function client(options: { recordNames?: boolean } = {}): Promise<LockClient> {
+  const made = lockClient(env.redis, { lockWatchdogTimeout: 300, otel: { meterProvider: sdk.meterProvider, tracerProvider: sdk.tracerProvider, ...options } });
+  await observerReady(made);
+  return made;
+}
+
+/** Waits until `metric` has the value `value` for `attributes`. */
+const reaches = (metric: string, attributes: Record<string, string>, value: number): Promise<unknown> =>
+  waitUntil(async () => point((await sdk.metrics()).get(metric), attributes) === value, 5000, 10, `${metric} = ${value}`);
+
+const spans = (name: string): ReadableSpan[] => sdk.spanExporter.getFinishedSpans().filter((s) => s.name === name);
+
+describe('OpenTelemetry', () => {
+  it('records every metric with its unit and attributes, and spans under the caller, for a contended lock, a timeout, an abort and a loss', async () => {
+    const relock = await client();
+    const name = uniqueName('otel');
+    const lock = relock.getLock(name);
+    const kind = { 'relock.kind': 'lock' };
+    let callerSpanId = '';
+    await sdk.inSpan('caller', async () => {
+      callerSpanId = trace.getActiveSpan()!.spanContext().spanId;
+      const first = await lock.acquire();
+      const second = lock.acquire({ waitMs: 5000 });
+      await reaches('relock.waiters', kind, 1);
+      expect(point((await sdk.metrics()).get('relock.held'), kind)).toBe(1);
+      await sleep(50); // a hold and a wait of at least 50 ms
+      await first.release();
+      const held = await second;
+      expect(await relock.getLock(name).tryLock(50, 'ms')).toBe(false);
+      const aborter = new AbortController();
+      const aborted = lock.acquire({ signal: aborter.signal });
+      await reaches('relock.waiters', kind, 1);
+      aborter.abort(new Error('stop waiting'));
+      await expect(aborted).rejects.toThrow('stop waiting');
+      await held.release();
+    });
+    const lostHold = await lock.acquire();
+    const lost = new Promise<LockLostEvent>((resolve) => relock.once('lockLost', resolve));
+    await env.redis.del(name);
+    expect((await lost).reason).toBe('expired');
+    await expect(lostHold.release()).rejects.toThrow(IllegalMonitorStateError);
+
+    const metrics = await sdk.metrics();
+    const outcome = (o: string): Record<string, string> => ({ ...kind, 'relock.outcome': o });
+    const acquireDuration = metrics.get('relock.acquire.duration');
+    expect(acquireDuration?.descriptor).toMatchObject({ unit: 's', type: 'HISTOGRAM' });
+    expect(histogram(acquireDuration, outcome('acquired'))?.count).toBe(3);
+    expect(histogram(acquireDuration, outcome('acquired'))!.max).toBeGreaterThanOrEqual(0.05);
+    expect(histogram(acquireDuration, outcome('timeout'))?.count).toBe(1);
+    expect(histogram(acquireDuration, outcome('timeout'))!.min).toBeGreaterThanOrEqual(0.05);
+    expect(histogram(acquireDuration, outcome('aborted'))?.count).toBe(1);
+    const acquires = metrics.get('relock.acquires');
+    expect(acquires?.descriptor).toMatchObject({ unit: '{acquisition}', type: 'COUNTER' });
+    expect([point(acquires, outcome('acquired')), point(acquires, outcome('timeout')), point(acquires, outcome('aborted')), point(acquires, outcome('error'))]).toEqual([3, 1, 1, undefined]);
+    const holdDuration = metrics.get('relock.hold.duration');
+    expect(holdDuration?.descriptor).toMatchObject({ unit: 's', type: 'HISTOGRAM' });
+    expect(histogram(holdDuration, kind)?.count).toBe(2);
+    expect(histogram(holdDuration, kind)!.max).toBeGreaterThanOrEqual(0.05);
+    expect(metrics.get('relock.waiters')?.descriptor).toMatchObject({ unit: '{waiter}', type: 'UP_DOWN_COUNTER' });
+    expect(point(metrics.get('relock.waiters'), kind)).toBe(0);
+    expect(metrics.get('relock.held')?.descriptor).toMatchObject({ unit: '{hold}', type: 'UP_DOWN_COUNTER' });
+    expect(point(metrics.get('relock.held'), kind)).toBe(0);
+    expect(metrics.get('relock.lost')?.descriptor).toMatchObject({ unit: '{hold}', type: 'COUNTER' });
+    expect(point(metrics.get('relock.lost'), { ...kind, 'relock.reason': 'expired' })).toBe(1);
+    for (const metric of metrics.values()) for (const p of metric.dataPoints) expect(Object.values(p.attributes)).not.toContain(name);
+
+    const acquired = spans('relock.acquire');
+    expect(acquired.map((s) => s.attributes['relock.outcome'])).toEqual(['acquired', 'acquired', 'timeout', 'aborted', 'acquired']);
+    expect(acquired.map((s) => s.parentSpanContext?.spanId)).toEqual([callerSpanId, callerSpanId, callerSpanId, callerSpanId, undefined]);
+    expect(acquired.map((s) => s.status.code)).toEqual([SpanStatusCode.UNSET, SpanStatusCode.UNSET, SpanStatusCode.ERROR, SpanStatusCode.ERROR, SpanStatusCode.UNSET]);
+    expect(acquired[0]!.attributes).toMatchObject({ 'relock.kind': 'lock', 'relock.name': name, 'relock.attempts': 1, 'relock.woken_by': 'none', 'relock.wait_time_ms': -1 });
+    expect(acquired[1]!.attributes).toMatchObject({ 'relock.woken_by': 'message', 'relock.wait_time_ms': 5000 });
+    expect(acquired[1]!.attributes['relock.attempts']).toBeGreaterThanOrEqual(2);
+    const released = spans('relock.release');
+    expect(released.map((s) => s.status.code)).toEqual([SpanStatusCode.UNSET, SpanStatusCode.UNSET, SpanStatusCode.ERROR]);
+    expect(released.map((s) => s.parentSpanContext?.spanId)).toEqual([callerSpanId, callerSpanId, undefined]);
+  });
+
+  it('names each kind of lock in relock.kind', async () => {
+    const relock = await client();
+    const rw = relock.getReadWriteLock(uniqueName('otel-rw'));
+    const locks: [string, RLock][] = [
+      ['fair_lock', relock.getFairLock(uniqueName('otel'))],
+      ['read_lock', rw.readLock()],
+      ['write_lock', rw.writeLock()],
+      ['fenced_lock', relock.getFencedLock(uniqueName('otel'))],
+      ['spin_lock', relock.getSpinLock(uniqueName('otel'))],
+    ];
+    for (const [, lock] of locks) await (await lock.acquire()).release();
+    const metrics = await sdk.metrics();
+    for (const [kind] of locks) {
+      expect([kind, point(metrics.get('relock.acquires'), { 'relock.kind': kind, 'relock.outcome': 'acquired' })]).toEqual([kind, 1]);
+      expect([kind, histogram(metrics.get('relock.hold.duration'), { 'relock.kind': kind })?.count]).toEqual([kind, 1]);
+      expect([kind, point(metrics.get('relock.held'), { 'relock.kind': kind })]).toEqual([kind, 0]);
+    }
+  });
+
+  it('leaves the name out of spans with recordNames: false', async () => {
+    const relock = await client({ recordNames: false });
+    const lock = relock.getLock(uniqueName('otel'));
+    await (await lock.acquire()).release();
+    expect(spans('relock.acquire')[0]!.attributes).toEqual(expect.not.objectContaining({ 'relock.name': expect.anything() }));
+    expect(spans('relock.acquire')[0]!.attributes['relock.kind']).toBe('lock');
+    expect(spans('relock.release')[0]!.attributes['relock.name']).toBeUndefined();
+  });
+});
