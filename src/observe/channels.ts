@@ -30,7 +30,10 @@ export interface AcquireMessage {
 export interface ReleaseMessage {
   readonly kind: MetricKind;
   readonly name: string;
-  /** How long the owner held the object, in ms, when this release freed it; set on `asyncStart`. */
+  /**
+   * How long the owner held the object, in ms, when this release freed it (its last hold), set on
+   * `asyncStart`; only for holds this process counted (see `LostMessage.kind`).
+   */
   heldMs?: number;
   /** What the release rejected with (an `IllegalMonitorStateError` when the hold was gone). */
   error?: unknown;
@@ -38,6 +41,10 @@ export interface ReleaseMessage {
 
 /** The message of the plain channel `relock:lost`: a hold the watchdog or an unlock found gone (as the `lockLost` event). */
 export interface LostMessage {
+  /**
+   * The kind of object, when this process counted the hold: it was acquired while OpenTelemetry recorded
+   * or a `relock:*` channel had subscribers (else undefined).
+   */
   readonly kind: MetricKind | undefined;
   readonly name: string;
   readonly key: string;

@@ -42,7 +42,8 @@ const ERROR_STATUS = 2;
  * primitive goes through `acquire`, `release` and `lost`, which record OpenTelemetry metrics and spans
  * (when `@opentelemetry/api` is installed and the client's `otel` option is not false) and publish on
  * the `relock:*` diagnostics channels (when someone subscribed). While neither is the case each call
- * costs one check and runs the operation unchanged.
+ * costs three checks and runs the operation unchanged. Holds are counted (for `relock.held`, the hold
+ * duration and the kind of a lost hold) while OpenTelemetry records or anyone subscribed to a channel.
  */
 export class Observer {
   private otel: Otel | undefined;
@@ -83,7 +84,7 @@ export class Observer {
   acquire<T>(kind: MetricKind, name: string, key: string, owner: string, waitMs: number, signal: AbortSignal | undefined, run: (probe: AcquireProbe) => Promise<T | undefined>): Promise<T | undefined> {
     const otel = this.otel;
     const traced = (acquireChannel as { hasSubscribers?: boolean }).hasSubscribers === true;
-    if (!otel && !traced) return run(IDLE);
+    if (!otel && !traced && !lostChannel.hasSubscribers) return run(IDLE);
     const start = monotonic();
     const attributes = attributesOf(kind);
     const span = otel?.tracer.startSpan('relock.acquire', { attributes: this.spanAttributes(otel, kind, name) }, otel.api.context.active());
@@ -140,7 +141,7 @@ export class Observer {
   release(kind: MetricKind, name: string, key: string, owner: string, run: () => Promise<void>): Promise<void> {
     const otel = this.otel;
     const traced = (releaseChannel as { hasSubscribers?: boolean }).hasSubscribers === true;
-    if (!otel && !traced) return run();
+    if (!otel && !traced && !lostChannel.hasSubscribers) return run();
     const span = otel?.tracer.startSpan('relock.release', { attributes: this.spanAttributes(otel, kind, name) }, otel.api.context.active());
     const message: ReleaseMessage = { kind, name };
     const id = `${key} ${owner}`;
