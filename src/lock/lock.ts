@@ -5,7 +5,7 @@ import { ClientClosedError, IllegalMonitorStateError, InvalidArgumentError, Lock
 import { auxName, mainKey } from '../keys.js';
 import type { ObjectKind } from '../kinds.js';
 import { metricKind } from '../observe/kinds.js';
-import type { AcquireProbe } from '../observe/observer.js';
+import { probed, type AcquireProbe } from '../observe/observer.js';
 import type { WakeRule } from '../pubsub/channels.js';
 import { waitFor, type Attempt } from '../pubsub/wait.js';
 import { checkOptions, leaseMillis, monotonic, optionLease, optionWait, waitMillis, type TimeUnit } from '../time.js';
@@ -504,13 +504,7 @@ export class RLock {
     let grant: Grant | undefined;
     let holds = 0;
     try {
-      const attempt = async (deadline: number | undefined, wake?: 'message' | 'timer'): Promise<Attempt<Grant>> => {
-        probe.attempt(wake);
-        const result = await this.attempt(acq, deadline, signal);
-        if (!result.acquired) probe.busy();
-        return result;
-      };
-      grant = await this.waitForLock(waitMs, signal, attempt, owner);
+      grant = await this.waitForLock(waitMs, signal, probed(probe, (deadline) => this.attempt(acq, deadline, signal)), owner);
       if (grant) {
         if (renewal) core.watchdog.confirm(renewal, grant.sentAt);
         holds = recordAcquired(ctx, this.holdKey, leaseMs === undefined, monotonic()).count;

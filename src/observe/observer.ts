@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import { IllegalMonitorStateError } from '../errors.js';
+import type { Attempt } from '../pubsub/wait.js';
 import { monotonic } from '../time.js';
 import type { LockLostEvent } from '../watchdog/watchdog.js';
 import { acquireChannel, lostChannel, releaseChannel, type AcquireMessage, type LostMessage, type ReleaseMessage } from './channels.js';
@@ -15,8 +16,28 @@ export interface AcquireProbe {
   busy(): void;
 }
 
+/** Who holds what an acquisition takes: an owner id, permit ids, or nobody (a semaphore's permits, a latch, a group). */
+export type Holders = string | readonly string[] | undefined;
+
+const NOBODY: readonly string[] = [];
+const list = (holders: Holders): readonly string[] => (holders === undefined ? NOBODY : typeof holders === 'string' ? [holders] : holders);
+
 /** The probe of calls made while nothing observes: it does nothing. */
 const IDLE: AcquireProbe = Object.freeze({ attempt: () => {}, busy: () => {} });
+
+/**
+ * `attempt` telling `probe` of each attempt (see `AcquireProbe`); `attempt` itself while nothing observes.
+ * For the attempt functions given to `waitFor`.
+ */
+export function probed<T>(probe: AcquireProbe, attempt: (deadline: number | undefined) => Promise<Attempt<T>>): (deadline: number | undefined, wake?: 'message' | 'timer') => Promise<Attempt<T>> {
+  if (probe === IDLE) return attempt;
+  return async (deadline, wake) => {
+    probe.attempt(wake);
+    const result = await attempt(deadline);
+    if (!result.acquired) probe.busy();
+    return result;
+  };
+}
 
 /** A hold this process has, as the observer counts it (per lock key and owner). */
 interface Hold {
@@ -75,13 +96,14 @@ export class Observer {
   }
 
   /**
-   * Runs one acquisition call `run` of the object `name` of `kind` for `owner` of `key` (resolving to the
-   * grant, or undefined when the wait time ran out), measuring it: `relock.acquire.duration`,
-   * `relock.acquires`, `relock.waiters` while it waits, `relock.held` when granted, a `relock.acquire`
-   * span, and the `relock:acquire` TracingChannel events. The outcome is `aborted` when it rejected after
-   * `signal` aborted, `error` when it rejected otherwise.
+   * Runs one acquisition call `run` of the object `name` of `kind` (resolving to the grant, or undefined
+   * when the wait time ran out), measuring it: `relock.acquire.duration`, `relock.acquires`,
+   * `relock.waiters` while it waits, a `relock.acquire` span (the active span while `run` runs), and the
+   * `relock:acquire` TracingChannel events. When granted, each of `holders` (the owner, or the permit ids,
+   * of the hold on `key`; none for objects without owned holds) counts as a hold in `relock.held`. The
+   * outcome is `aborted` when it rejected after `signal` aborted, `error` when it rejected otherwise.
    */
-  acquire<T>(kind: MetricKind, name: string, key: string, owner: string, waitMs: number, signal: AbortSignal | undefined, run: (probe: AcquireProbe) => Promise<T | undefined>): Promise<T | undefined> {
+  acquire<T>(kind: MetricKind, name: string, key: string, holders: Holders, waitMs: number, signal: AbortSignal | undefined, run: (probe: AcquireProbe) => Promise<T | undefined>): Promise<T | undefined> {
     const otel = this.otel;
     const traced = (acquireChannel as { hasSubscribers?: boolean }).hasSubscribers === true;
     if (!otel && !traced && !lostChannel.hasSubscribers) return run(IDLE);
@@ -107,7 +129,7 @@ export class Observer {
       message.outcome = outcome;
       message.attempts = attempts;
       message.wokenBy = wokenBy;
-      if (outcome === 'acquired') this.held(kind, key, owner);
+      if (outcome === 'acquired') for (const holder of list(holders)) this.held(kind, key, holder);
       if (!otel) return;
       const outcomeAttributes = { 'relock.kind': kind, 'relock.outcome': outcome };
       otel.acquireDuration.record((monotonic() - start) / 1000, outcomeAttributes);
@@ -118,8 +140,9 @@ export class Observer {
       if (error !== undefined) span!.recordException(error as Error);
       span!.end();
     };
+    const running = (): Promise<T | undefined> => (span ? otel!.api.context.with(otel!.api.trace.setSpan(otel!.api.context.active(), span), run, undefined, probe) : run(probe));
     const observed = (): Promise<T | undefined> =>
-      run(probe).then(
+      running().then(
         (value) => {
           settle(value === undefined ? 'timeout' : 'acquired');
           return value;
@@ -133,32 +156,28 @@ export class Observer {
   }
 
   /**
-   * Runs one release call `run` of `owner`'s hold of `key`, measuring it: `relock.held` drops by one,
-   * `relock.hold.duration` is recorded when no hold of the owner is left, a `relock.release` span (error
-   * status when it rejects), and the `relock:release` TracingChannel events. A rejection with
+   * Runs one release call `run` of the holds of `holders` on `key`, measuring it: `relock.held` drops by
+   * one per holder, `relock.hold.duration` is recorded for each holder with no hold left, a
+   * `relock.release` span (error status when it rejects, or when `released` says of its value that
+   * nothing was released), and the `relock:release` TracingChannel events. A rejection with
    * `IllegalMonitorStateError` means the owner held nothing: its counted holds are dropped.
    */
-  release(kind: MetricKind, name: string, key: string, owner: string, run: () => Promise<void>): Promise<void> {
+  release<T>(kind: MetricKind, name: string, key: string, holders: Holders, run: () => Promise<T>, released: (value: T) => boolean = () => true): Promise<T> {
     const otel = this.otel;
     const traced = (releaseChannel as { hasSubscribers?: boolean }).hasSubscribers === true;
     if (!otel && !traced && !lostChannel.hasSubscribers) return run();
     const span = otel?.tracer.startSpan('relock.release', { attributes: this.spanAttributes(otel, kind, name) }, otel.api.context.active());
     const message: ReleaseMessage = { kind, name };
-    const id = `${key} ${owner}`;
-    const observed = (): Promise<void> =>
+    const observed = (): Promise<T> =>
       run().then(
-        () => {
-          const hold = this.holds.get(id);
-          if (hold && --hold.count <= 0) {
-            this.holds.delete(id);
-            message.heldMs = monotonic() - hold.since;
-            otel?.holdDuration.record(message.heldMs / 1000, attributesOf(kind));
-          }
-          if (hold) otel?.held.add(-1, attributesOf(kind));
+        (value) => {
+          if (released(value)) for (const holder of list(holders)) this.unheld(otel, kind, `${key} ${holder}`, message);
+          else span?.setStatus({ code: ERROR_STATUS, message: 'not held' });
           span?.end();
+          return value;
         },
         (error: unknown) => {
-          if (error instanceof IllegalMonitorStateError) this.drop(id);
+          if (error instanceof IllegalMonitorStateError) for (const holder of list(holders)) this.drop(`${key} ${holder}`);
           span?.setStatus({ code: ERROR_STATUS, message: String((error as Error | undefined)?.message ?? error) });
           span?.recordException(error as Error);
           span?.end();
@@ -184,6 +203,17 @@ export class Observer {
     if (hold) hold.count++;
     else this.holds.set(id, { kind, count: 1, since: monotonic() });
     this.otel?.held.add(1, attributesOf(kind));
+  }
+
+  /** Counts one hold of `id` fewer; the last one's hold duration is recorded (and set on `message`). */
+  private unheld(otel: Otel | undefined, kind: MetricKind, id: string, message: ReleaseMessage): void {
+    const hold = this.holds.get(id);
+    if (!hold) return;
+    otel?.held.add(-1, attributesOf(kind));
+    if (--hold.count > 0) return;
+    this.holds.delete(id);
+    message.heldMs = monotonic() - hold.since;
+    otel?.holdDuration.record(message.heldMs / 1000, attributesOf(kind));
   }
 
   /** Forgets every counted hold of `id` (it is gone from Redis). */

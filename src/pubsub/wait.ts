@@ -1,3 +1,5 @@
+import type { MetricKind } from '../observe/kinds.js';
+import { probed, type Holders, type Observer } from '../observe/observer.js';
 import { monotonic } from '../time.js';
 import type { Channels, WakeRule } from './channels.js';
 
@@ -26,6 +28,17 @@ export interface WaitOptions<T> {
    * the waiter before it: a message on the channel, or a timer (undefined for the first attempt).
    */
   attempt: (deadline: number | undefined, wake?: 'message' | 'timer') => Promise<Attempt<T>>;
+  /** The object waited for, when the wait is the whole acquisition call: it is measured (`Observer.acquire`). */
+  observed?: Observed;
+}
+
+/** The object a wait acquires, for its observer: kind and name, key, and who holds it when granted (see `Observer.acquire`). */
+export interface Observed {
+  readonly observer: Observer;
+  readonly kind: MetricKind;
+  readonly name: string;
+  readonly key: string;
+  readonly holders?: Holders;
 }
 
 /**
@@ -37,7 +50,14 @@ export interface WaitOptions<T> {
  * polls with jittered exponential backoff instead, capped by the holder's TTL. Resolves to the acquired
  * value, or `undefined` when the wait time ran out; rejects with `signal.reason` when aborted.
  */
-export async function waitFor<T>(options: WaitOptions<T>): Promise<T | undefined> {
+export function waitFor<T>(options: WaitOptions<T>): Promise<T | undefined> {
+  const o = options.observed;
+  if (!o) return waitLoop(options);
+  return o.observer.acquire(o.kind, o.name, o.key, o.holders, options.waitMs, options.signal, (probe) => waitLoop({ ...options, attempt: probed(probe, options.attempt) }));
+}
+
+/** `waitFor`'s loop. */
+async function waitLoop<T>(options: WaitOptions<T>): Promise<T | undefined> {
   const { channels, signal, waitMs } = options;
   const start = monotonic();
   const deadline = Number.isFinite(waitMs) ? start + waitMs : undefined;

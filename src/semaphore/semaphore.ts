@@ -103,7 +103,8 @@ export class RSemaphore extends CountedObject {
    * `WrongTypeError`, `RedisUnavailableError`, `ClientClosedError`.
    */
   async release(permits = 1): Promise<void> {
-    await this.run('semaphore.release', ADD, [String(permitCount(permits))]);
+    const delta = String(permitCount(permits));
+    await this.core.observe.release('semaphore', this.name, this.key, undefined, () => this.run('semaphore.release', ADD, [delta]));
   }
 
   /**
@@ -136,6 +137,7 @@ export class RSemaphore extends CountedObject {
       maxPollMs: this.core.watchdog.leaseMs,
       signal,
       attempt: (deadline) => this.attempt(permits, deadline, signal),
+      observed: { observer: this.core.observe, kind: 'semaphore', name: this.name, key: this.key },
     });
     return taken === true;
   }

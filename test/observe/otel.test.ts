@@ -116,6 +116,42 @@ describe('OpenTelemetry', () => {
     }
   });
 
+  it('records semaphores, expirable permits, latches, multi-locks and RedLocks under their kinds', async () => {
+    const relock = await client();
+    const other = await client();
+    const locksBefore = point((await sdk.metrics()).get('relock.acquires'), { 'relock.kind': 'lock', 'relock.outcome': 'acquired' }) ?? 0;
+    const semaphore = relock.getSemaphore(uniqueName('otel'));
+    await semaphore.trySetPermits(1);
+    await semaphore.acquire();
+    expect(await semaphore.tryAcquire(10, 'ms')).toBe(false);
+    await semaphore.release();
+    const permits = relock.getPermitExpirableSemaphore(uniqueName('otel'));
+    await permits.trySetPermits(2);
+    const two = await permits.acquire({ permits: 2 });
+    expect(point((await sdk.metrics()).get('relock.held'), { 'relock.kind': 'permit_expirable_semaphore' })).toBe(2);
+    await two.release();
+    const latch = relock.getCountDownLatch(uniqueName('otel'));
+    await latch.trySetCount(1);
+    expect(await latch.await(10, 'ms')).toBe(false);
+    await latch.countDown();
+    await latch.await();
+    await (await relock.getMultiLock(relock.getLock(uniqueName('otel')), relock.getLock(uniqueName('otel'))).acquire()).release();
+    await (await relock.getRedLock(relock.getLock(uniqueName('otel')), other.getLock(uniqueName('otel'))).acquire()).release();
+
+    const metrics = await sdk.metrics();
+    const acquires = (kind: string, outcome: string): number | undefined => point(metrics.get('relock.acquires'), { 'relock.kind': kind, 'relock.outcome': outcome });
+    expect([acquires('semaphore', 'acquired'), acquires('semaphore', 'timeout')]).toEqual([1, 1]);
+    expect(acquires('permit_expirable_semaphore', 'acquired')).toBe(1);
+    expect([acquires('count_down_latch', 'acquired'), acquires('count_down_latch', 'timeout')]).toEqual([1, 1]);
+    expect([acquires('multi_lock', 'acquired'), acquires('red_lock', 'acquired'), acquires('lock', 'acquired')! - locksBefore]).toEqual([1, 1, 4]);
+    expect(point(metrics.get('relock.held'), { 'relock.kind': 'permit_expirable_semaphore' })).toBe(0);
+    expect(histogram(metrics.get('relock.hold.duration'), { 'relock.kind': 'permit_expirable_semaphore' })?.count).toBe(2);
+    expect(histogram(metrics.get('relock.hold.duration'), { 'relock.kind': 'semaphore' })).toBeUndefined();
+    const groups = spans('relock.acquire').filter((s) => ['multi_lock', 'red_lock'].includes(s.attributes['relock.kind'] as string));
+    const members = spans('relock.acquire').filter((s) => s.attributes['relock.kind'] === 'lock');
+    expect(members.map((m) => groups.some((g) => g.spanContext().spanId === m.parentSpanContext?.spanId))).toEqual([true, true, true, true]);
+  });
+
   it('leaves the name out of spans with recordNames: false', async () => {
     const relock = await client({ recordNames: false });
     const lock = relock.getLock(uniqueName('otel'));
