@@ -166,6 +166,7 @@ export class LockClient extends EventEmitter<LockClientEvents> {
       closing: this.closing.signal,
     };
     connection.onReconnected(() => this.core.watchdog.renewAllNow());
+    observe.count(executor, this.core.watchdog);
   }
 
   /**

@@ -1,8 +1,9 @@
 import type { Logger } from 'pino';
 import { IllegalMonitorStateError } from '../errors.js';
 import type { Attempt } from '../pubsub/wait.js';
+import type { Executor } from '../redis/executor.js';
 import { monotonic } from '../time.js';
-import type { LockLostEvent } from '../watchdog/watchdog.js';
+import type { LockLostEvent, Watchdog } from '../watchdog/watchdog.js';
 import { acquireChannel, lostChannel, releaseChannel, type AcquireMessage, type LostMessage, type ReleaseMessage } from './channels.js';
 import type { AcquireOutcome, MetricKind, WokenBy } from './kinds.js';
 import type { ApiLoader, OtelOptions } from './options.js';
@@ -55,6 +56,12 @@ const attributesOf = (kind: MetricKind): { 'relock.kind': MetricKind } => {
   return attributes;
 };
 
+const RENEW_REQUEST = Object.freeze({ 'relock.request': 'watchdog.renew' });
+const OK = Object.freeze({ 'relock.outcome': 'ok' });
+const ERROR = Object.freeze({ 'relock.outcome': 'error' });
+const RENEWED = Object.freeze({ 'relock.outcome': 'renewed' });
+const EXPIRED = Object.freeze({ 'relock.outcome': 'expired' });
+
 /** Span status code ERROR of `@opentelemetry/api` (`SpanStatusCode.ERROR`). */
 const ERROR_STATUS = 2;
 
@@ -88,6 +95,30 @@ export class Observer {
       },
       (error: unknown) => log.debug({ err: error }, '@opentelemetry/api not loaded: no metrics or spans'),
     );
+  }
+
+  /**
+   * Once the API has loaded, counts `executor`'s requests (`relock.redis.requests`) and `watchdog`'s
+   * renewals (`relock.watchdog.renewals`, `relock.watchdog.calls`) through their hooks; while it is not,
+   * the hooks stay unset and cost nothing.
+   */
+  count(executor: Executor, watchdog: Watchdog): void {
+    void this.ready.then(() => {
+      const otel = this.otel;
+      if (!otel) return;
+      const byOperation = new Map<string, { 'relock.request': string }>();
+      executor.onRequest = (operation) => {
+        let attributes = byOperation.get(operation);
+        if (!attributes) byOperation.set(operation, (attributes = { 'relock.request': operation }));
+        otel.requests.add(1, attributes);
+      };
+      watchdog.onRenewal = (answered, renewed, gone) => {
+        otel.requests.add(1, RENEW_REQUEST);
+        otel.renewalCalls.add(1, answered ? OK : ERROR);
+        if (renewed > 0) otel.renewals.add(renewed, RENEWED);
+        if (gone > 0) otel.renewals.add(gone, EXPIRED);
+      };
+    });
   }
 
   /** Whether OpenTelemetry records (the API was loaded). */

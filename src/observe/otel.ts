@@ -18,6 +18,9 @@ export class Otel {
   readonly lost: Api.Counter;
   readonly waiters: Api.UpDownCounter;
   readonly held: Api.UpDownCounter;
+  readonly renewals: Api.Counter;
+  readonly renewalCalls: Api.Counter;
+  readonly requests: Api.Counter;
   readonly tracer: Api.Tracer;
   readonly recordNames: boolean;
 
@@ -35,6 +38,9 @@ export class Otel {
     this.lost = meter.createCounter('relock.lost', { unit: '{hold}', description: 'Holds lost (the lockLost event), by reason.' });
     this.waiters = meter.createUpDownCounter('relock.waiters', { unit: '{waiter}', description: 'Acquisition calls of this process waiting for a busy object.' });
     this.held = meter.createUpDownCounter('relock.held', { unit: '{hold}', description: 'Holds this process has acquired and not released or lost.' });
+    this.renewals = meter.createCounter('relock.watchdog.renewals', { unit: '{hold}', description: 'Holds the watchdog renewed (outcome renewed) or found gone (outcome expired).' });
+    this.renewalCalls = meter.createCounter('relock.watchdog.calls', { unit: '{call}', description: 'Renewal script calls of the watchdog, answered (outcome ok) or failed (outcome error).' });
+    this.requests = meter.createCounter('relock.redis.requests', { unit: '{request}', description: 'Requests relock sent to Redis (retries included), by operation.' });
   }
 }
 

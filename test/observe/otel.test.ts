@@ -56,6 +56,9 @@ describe('OpenTelemetry', () => {
       await held.release();
     });
     const lostHold = await lock.acquire();
+    const renewed = async (): Promise<number> => point((await sdk.metrics()).get('relock.watchdog.renewals'), { 'relock.outcome': 'renewed' }) ?? 0;
+    const renewedBefore = await renewed();
+    await waitUntil(async () => (await renewed()) > renewedBefore, 5000, 10, 'a renewal of the hold');
     const lost = new Promise<LockLostEvent>((resolve) => relock.once('lockLost', resolve));
     await env.redis.del(name);
     expect((await lost).reason).toBe('expired');
@@ -84,6 +87,16 @@ describe('OpenTelemetry', () => {
     expect(metrics.get('relock.lost')?.descriptor).toMatchObject({ unit: '{hold}', type: 'COUNTER' });
     expect(point(metrics.get('relock.lost'), { ...kind, 'relock.reason': 'expired' })).toBe(1);
     for (const metric of metrics.values()) for (const p of metric.dataPoints) expect(Object.values(p.attributes)).not.toContain(name);
+    expect(metrics.get('relock.watchdog.renewals')?.descriptor).toMatchObject({ unit: '{hold}', type: 'COUNTER' });
+    expect(point(metrics.get('relock.watchdog.renewals'), { 'relock.outcome': 'expired' })).toBe(1);
+    expect(metrics.get('relock.watchdog.calls')?.descriptor).toMatchObject({ unit: '{call}', type: 'COUNTER' });
+    const calls = point(metrics.get('relock.watchdog.calls'), { 'relock.outcome': 'ok' })!;
+    expect(calls).toBeGreaterThanOrEqual(1);
+    expect(point(metrics.get('relock.watchdog.calls'), { 'relock.outcome': 'error' })).toBeUndefined();
+    const requests = metrics.get('relock.redis.requests');
+    expect(requests?.descriptor).toMatchObject({ unit: '{request}', type: 'COUNTER' });
+    const attempts = spans('relock.acquire').reduce((sum, s) => sum + (s.attributes['relock.attempts'] as number), 0);
+    expect([point(requests, { 'relock.request': 'lock.acquire' }), point(requests, { 'relock.request': 'lock.unlock' }), point(requests, { 'relock.request': 'watchdog.renew' })]).toEqual([attempts, 3, calls]);
 
     const acquired = spans('relock.acquire');
     expect(acquired.map((s) => s.attributes['relock.outcome'])).toEqual(['acquired', 'acquired', 'timeout', 'aborted', 'acquired']);
