@@ -91,10 +91,11 @@ export interface LockClientOptions {
 
   /**
    * OpenTelemetry metrics and spans (see docs/observability.md). When the optional peer dependency
-   * `@opentelemetry/api` is installed, relock loads it (a dynamic `import()` when the client is created)
-   * and records through the global meter and tracer, or through the providers given here; without it,
-   * nothing is loaded. `false`: never load it, record nothing. Default `{}` (global providers, span
-   * attribute `relock.name` on). The `relock:*` diagnostics channels work either way.
+   * `@opentelemetry/api` is installed, relock loads it (a dynamic `import()` when the client is created,
+   * unless given as `api`) and records through the global meter and tracer, or through the providers
+   * given here; without it, nothing is loaded. `false`: never load it, record nothing. Default `{}`
+   * (global providers, span attribute `relock.name` on). The `relock:*` diagnostics channels work either
+   * way. `createLockClient` throws `InvalidArgumentError` naming a field that is not as `OtelOptions` says.
    */
   otel?: false | OtelOptions;
 }
@@ -404,6 +405,10 @@ function checkOtel(option: LockClientOptions['otel']): void {
   if (option.meterProvider !== undefined && typeof option.meterProvider?.getMeter !== 'function') throw new InvalidArgumentError('otel.meterProvider', 'must be an OpenTelemetry MeterProvider (with getMeter())');
   if (option.tracerProvider !== undefined && typeof option.tracerProvider?.getTracer !== 'function') throw new InvalidArgumentError('otel.tracerProvider', 'must be an OpenTelemetry TracerProvider (with getTracer())');
   if (option.recordNames !== undefined && typeof option.recordNames !== 'boolean') throw new InvalidArgumentError('otel.recordNames', 'must be a boolean');
+  const api = option.api as { metrics?: { getMeterProvider?: unknown }; trace?: { getTracerProvider?: unknown } } | undefined;
+  if (api !== undefined && (typeof api?.metrics?.getMeterProvider !== 'function' || typeof api.trace?.getTracerProvider !== 'function')) {
+    throw new InvalidArgumentError('otel.api', "must be the @opentelemetry/api module (import * as api from '@opentelemetry/api')");
+  }
 }
 
 /** Throws `InvalidArgumentError` for a key prefix whose braces would break every name's hash tag. */

@@ -85,7 +85,8 @@ export class Observer {
    * give one that fails, as when the package is not installed).
    */
   constructor(options: false | OtelOptions | undefined, log: Logger, load: ApiLoader = loadApi) {
-    if (options === false) {
+    if (options === false || options?.api) {
+      if (options) this.otel = new Otel(options.api as ConstructorParameters<typeof Otel>[0], options);
       this.ready = Promise.resolve();
       return;
     }

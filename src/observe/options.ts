@@ -10,11 +10,16 @@ export interface TracerProviderLike {
 
 /**
  * The `otel` option of `createLockClient`: where relock's OpenTelemetry metrics and spans go. relock
- * records them only when the optional peer dependency `@opentelemetry/api` is installed; it is loaded
- * with a dynamic `import()` when the client is created, and metrics and spans start once it has loaded
- * (operations that start before it has loaded, in the first moments of the client, are not recorded).
+ * records them only when the optional peer dependency `@opentelemetry/api` is installed; unless given as
+ * `api`, it is loaded with a dynamic `import()` when the client is created, and metrics and spans start
+ * once it has loaded (operations that start before, in the first moments of the client, are not recorded).
  */
 export interface OtelOptions {
+  /**
+   * The `@opentelemetry/api` module (`import * as api from '@opentelemetry/api'`): given, relock records
+   * from the client's first operation and loads nothing itself. Default: loaded in the background.
+   */
+  api?: object;
   /** The meter provider of relock's metrics. Default: the global one (`metrics.getMeterProvider()`). */
   meterProvider?: MeterProviderLike;
   /** The tracer provider of relock's spans. Default: the global one (`trace.getTracerProvider()`). */

@@ -3,6 +3,7 @@
  * after real operations on a real Redis: a contended lock and unlock, a timeout, an abort and a lost lock.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
+import * as api from '@opentelemetry/api';
 import { SpanStatusCode, trace } from '@opentelemetry/api';
 import type { ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import { IllegalMonitorStateError, type LockClient, type LockLostEvent, type RLock } from '../../src/index.js';
@@ -163,6 +164,21 @@ describe('OpenTelemetry', () => {
     const groups = spans('relock.acquire').filter((s) => ['multi_lock', 'red_lock'].includes(s.attributes['relock.kind'] as string));
     const members = spans('relock.acquire').filter((s) => s.attributes['relock.kind'] === 'lock');
     expect(members.map((m) => groups.some((g) => g.spanContext().spanId === m.parentSpanContext?.spanId))).toEqual([true, true, true, true]);
+  });
+
+  it('records from the first operation when given the API module, and refuses otel options of the wrong shape', async () => {
+    const relock = lockClient(env.redis, { otel: { api, meterProvider: sdk.meterProvider, tracerProvider: sdk.tracerProvider } });
+    await (await relock.getLock(uniqueName('otel')).acquire()).release();
+    expect(spans('relock.acquire')).toHaveLength(1);
+    for (const [otel, field] of [
+      [{ meterProvider: {} }, 'otel.meterProvider'],
+      [{ tracerProvider: 1 }, 'otel.tracerProvider'],
+      [{ recordNames: 'no' }, 'otel.recordNames'],
+      [{ api: {} }, 'otel.api'],
+      ['on', 'otel'],
+    ] as const) {
+      expect(() => lockClient(env.redis, { otel: otel as never })).toThrow(expect.objectContaining({ name: 'InvalidArgumentError', message: expect.stringContaining(field) }));
+    }
   });
 
   it('leaves the name out of spans with recordNames: false', async () => {
