@@ -63,6 +63,7 @@ describe('OpenTelemetry', () => {
     const lost = new Promise<LockLostEvent>((resolve) => relock.once('lockLost', resolve));
     await env.redis.del(name);
     expect((await lost).reason).toBe('expired');
+    expect(point((await sdk.metrics()).get('relock.held'), kind)).toBe(0); // dropped at the loss, before the release fails
     await expect(lostHold.release()).rejects.toThrow(IllegalMonitorStateError);
 
     const metrics = await sdk.metrics();
@@ -165,6 +166,19 @@ describe('OpenTelemetry', () => {
     const groups = spans('relock.acquire').filter((s) => ['multi_lock', 'red_lock'].includes(s.attributes['relock.kind'] as string));
     const members = spans('relock.acquire').filter((s) => s.attributes['relock.kind'] === 'lock');
     expect(members.map((m) => groups.some((g) => g.spanContext().spanId === m.parentSpanContext?.spanId))).toEqual([true, true, true, true, true, true]);
+  });
+
+  it('drops from relock.held a hold whose lease ran out when its release finds it gone', async () => {
+    const relock = await client();
+    const fenced = { 'relock.kind': 'fenced_lock' };
+    const heldNow = async (): Promise<number> => point((await sdk.metrics()).get('relock.held'), fenced) ?? 0;
+    const before = await heldNow();
+    const lock = relock.getFencedLock(uniqueName('otel'));
+    const handle = await lock.acquire({ leaseMs: 30 });
+    expect(await heldNow()).toBe(before + 1);
+    await waitUntil(async () => !(await lock.isLocked()), 5000, 5, 'the lease to run out');
+    await expect(handle.release()).rejects.toThrow(IllegalMonitorStateError);
+    expect(await heldNow()).toBe(before);
   });
 
   it('records from the first operation when given the API module, and refuses otel options of the wrong shape', async () => {
