@@ -256,6 +256,7 @@ export class Observer {
     this.otel?.held.add(-hold.count, attributesOf(hold.kind));
   }
 
+  /** The attributes a span starts with: the kind, and the name unless `recordNames` is off. */
   private spanAttributes(otel: Otel, kind: MetricKind, name: string): Record<string, string> {
     return otel.recordNames ? { 'relock.kind': kind, 'relock.name': name } : { 'relock.kind': kind };
   }
