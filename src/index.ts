@@ -22,6 +22,7 @@
  * @document ../docs/reliability.md
  * @document ../docs/benchmarks.md
  * @document ../docs/cli.md
+ * @document ../docs/observability.md
  * @document ../docs/architecture.md
  * @document ../CHANGELOG.md
  */

@@ -28,7 +28,9 @@ export interface AcquireMessage {
 
 /** The context object of one release call, published on the `relock:release` TracingChannel. */
 export interface ReleaseMessage {
+  /** The kind of object (`relock.kind`). */
   readonly kind: MetricKind;
+  /** The object's name as given to its factory. */
   readonly name: string;
   /**
    * How long the owner held the object, in ms, when this release freed it (its last hold), set on
@@ -46,9 +48,13 @@ export interface LostMessage {
    * or a `relock:*` channel had subscribers (else undefined).
    */
   readonly kind: MetricKind | undefined;
+  /** The object's name as given to its factory. */
   readonly name: string;
+  /** The Redis key of the hold. */
   readonly key: string;
+  /** The owner id (`clientId:contextId`) that held it; for an expirable permit, the permit id. */
   readonly owner: string;
+  /** Why it was lost; see `LockLostError.reason`. */
   readonly reason: LockLostError['reason'];
 }
 

@@ -1,10 +1,12 @@
 /** A `MeterProvider` of `@opentelemetry/api` (typed loosely so that relock's types do not need the package). */
 export interface MeterProviderLike {
+  /** The meter of an instrumentation scope (relock asks for `relock`). */
   getMeter(name: string, version?: string, options?: object): unknown;
 }
 
 /** A `TracerProvider` of `@opentelemetry/api` (typed loosely, as `MeterProviderLike`). */
 export interface TracerProviderLike {
+  /** The tracer of an instrumentation scope (relock asks for `relock`). */
   getTracer(name: string, version?: string, options?: object): unknown;
 }
 
