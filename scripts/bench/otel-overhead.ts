@@ -5,8 +5,9 @@
  * - dc: `otel: false`, a subscriber on every `relock:*` channel;
  * - api: `@opentelemetry/api` loaded, no SDK registered (its no-op meter and tracer);
  * - sdk: the OpenTelemetry SDK with in-memory exporters (every metric and span recorded).
- * Prints cycles/s per variant (median of rounds) and each one's ratio to plain. Options: --rounds N
- * (default 7), --ms N per variant and round (default 1500).
+ * The variants take turns in blocks of `--cycles` cycles (default 100), `--blocks` times (default 100),
+ * in a rotating order, so that load from elsewhere falls on all of them alike; prints each variant's
+ * median and p90 cycle time and its throughput relative to plain (plain's median / its median).
  */
 import { channel, tracingChannel } from 'node:diagnostics_channel';
 import { parseArgs } from 'node:util';
@@ -16,11 +17,10 @@ import { createClient } from 'redis';
 import { createLockClient, type LockClient } from '../../src/index.js';
 import type { Core } from '../../src/core.js';
 import { startRedis } from '../../test/support/redis.js';
-import { median } from './measure.js';
 
-const { values } = parseArgs({ options: { rounds: { type: 'string', default: '7' }, ms: { type: 'string', default: '1500' } } });
-const rounds = Number(values.rounds);
-const windowMs = Number(values.ms);
+const { values } = parseArgs({ options: { blocks: { type: 'string', default: '100' }, cycles: { type: 'string', default: '100' } } });
+const blocks = Number(values.blocks);
+const cyclesPerBlock = Number(values.cycles);
 
 const server = await startRedis();
 const redis = createClient({ url: server.url });
@@ -52,31 +52,36 @@ const variant = async (name: string, otel: Parameters<typeof createLockClient>[0
 };
 const variants = [await variant('plain', false), await variant('dc', false, true), await variant('api', {}), await variant('sdk', sdk)];
 
-/** Acquire/release cycles per second of `v` during one window. */
-async function window(v: Variant): Promise<number> {
+/** Runs `cycles` acquire/release cycles of `v`, adding each cycle's duration (µs) to `into`. */
+async function block(v: Variant, cycles: number, into: number[]): Promise<void> {
   subscribe(v.dc);
   const lock = v.client.getLock(`bench-otel:${v.name}`);
-  const start = performance.now();
-  let cycles = 0;
-  while (performance.now() - start < windowMs) {
+  for (let i = 0; i < cycles; i++) {
+    const start = performance.now();
     await (await lock.acquire({ waitMs: 0 })).release();
-    cycles++;
+    into.push((performance.now() - start) * 1000);
   }
   subscribe(false);
   spans.reset();
-  return (cycles * 1000) / (performance.now() - start);
 }
 
-for (const v of variants) await window({ ...v }); // warm-up
+const quantile = (values: number[], q: number): number => [...values].sort((a, b) => a - b)[Math.min(values.length - 1, Math.floor(q * values.length))]!;
+for (const v of variants) await block(v, 200, []); // warm-up
 const results = new Map<string, number[]>(variants.map((v) => [v.name, []]));
-for (let r = 0; r < rounds; r++) {
-  const order = [...variants.slice(r % variants.length), ...variants.slice(0, r % variants.length)];
-  for (const v of order) results.get(v.name)!.push(await window(v));
-  process.stderr.write(`round ${r + 1}/${rounds}\n`);
+for (let b = 0; b < blocks; b++) {
+  // Fine-grained interleaving in a rotating order: a burst of load elsewhere hits every variant alike.
+  for (let i = 0; i < variants.length; i++) {
+    const v = variants[(b + i) % variants.length]!;
+    await block(v, cyclesPerBlock, results.get(v.name)!);
+  }
 }
-const plain = median(results.get('plain')!);
-console.log(`uncontended acquire+release, ${rounds} rounds x ${windowMs} ms per variant, Node ${process.version}, local redis-server`);
-for (const [name, figures] of results) console.log(`${name.padEnd(6)} ${median(figures).toFixed(0).padStart(7)} cycles/s  ratio to plain ${(median(figures) / plain).toFixed(3)}  (rounds: ${figures.map((f) => f.toFixed(0)).join(' ')})`);
+const plain = quantile(results.get('plain')!, 0.5);
+console.log(`uncontended acquire+release, ${blocks} interleaved blocks x ${cyclesPerBlock} cycles per variant, Node ${process.version}, local redis-server`);
+console.log('variant  median µs  p90 µs   throughput ratio to plain (median)');
+for (const [name, figures] of results) {
+  const median = quantile(figures, 0.5);
+  console.log(`${name.padEnd(8)} ${median.toFixed(0).padStart(9)} ${quantile(figures, 0.9).toFixed(0).padStart(7)}   ${(plain / median).toFixed(3)}`);
+}
 
 for (const v of variants) await v.client.shutdown();
 await sdk.meterProvider.shutdown();
