@@ -8,8 +8,11 @@
  * The variants take turns in blocks of `--cycles` cycles (default 100), `--blocks` times (default 100),
  * in a rotating order, so that load from elsewhere falls on all of them alike; prints each variant's
  * median and p90 cycle time and its throughput relative to plain (plain's median / its median).
+ * `--baseline DIR` adds the variant `base`: the relock sources in DIR (say `git archive <rev> src`
+ * unpacked under .tmp/), to compare the idle path with a tree without the instrumentation.
  */
 import { channel, tracingChannel } from 'node:diagnostics_channel';
+import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { AggregationTemporality, InMemoryMetricExporter, MeterProvider, PeriodicExportingMetricReader } from '@opentelemetry/sdk-metrics';
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
@@ -18,7 +21,7 @@ import { createLockClient, type LockClient } from '../../src/index.js';
 import type { Core } from '../../src/core.js';
 import { startRedis } from '../../test/support/redis.js';
 
-const { values } = parseArgs({ options: { blocks: { type: 'string', default: '100' }, cycles: { type: 'string', default: '100' } } });
+const { values } = parseArgs({ options: { blocks: { type: 'string', default: '100' }, cycles: { type: 'string', default: '100' }, baseline: { type: 'string' } } });
 const blocks = Number(values.blocks);
 const cyclesPerBlock = Number(values.cycles);
 
@@ -51,6 +54,10 @@ const variant = async (name: string, otel: Parameters<typeof createLockClient>[0
   return { name, client, dc };
 };
 const variants = [await variant('plain', false), await variant('dc', false, true), await variant('api', {}), await variant('sdk', sdk)];
+if (values.baseline !== undefined) {
+  const base = (await import(resolve(values.baseline, 'index.ts'))) as { createLockClient: (options: { redis: unknown }) => LockClient };
+  variants.unshift({ name: 'base', client: base.createLockClient({ redis }), dc: false });
+}
 
 /** Runs `cycles` acquire/release cycles of `v`, adding each cycle's duration (µs) to `into`. */
 async function block(v: Variant, cycles: number, into: number[]): Promise<void> {
