@@ -20,6 +20,8 @@ import { DEFAULT_RETRY, Executor, type RetryPolicy } from './redis/executor.js';
 import { UnlockLatches } from './redis/latches.js';
 import { ReplicaSync } from './redis/replica-sync.js';
 import { Watchdog, type LockLostEvent } from './watchdog/watchdog.js';
+import { Observer } from './observe/observer.js';
+import type { OtelOptions } from './observe/options.js';
 
 /**
  * A node-redis client (v5 or v6): `createClient()` (connected), `createCluster()` or `createSentinel()`.
@@ -86,6 +88,16 @@ export interface LockClientOptions {
    * most this long. Default 300000 (Redisson's `fairLockWaitTimeout`); a few seconds suit most services.
    */
   fairLockWaitTimeout?: number;
+
+  /**
+   * OpenTelemetry metrics and spans (see docs/observability.md). When the optional peer dependency
+   * `@opentelemetry/api` is installed, relock loads it (a dynamic `import()` when the client is created,
+   * unless given as `api`) and records through the global meter and tracer, or through the providers
+   * given here; without it, nothing is loaded. `false`: never load it, record nothing. Default `{}`
+   * (global providers, span attribute `relock.name` on). The `relock:*` diagnostics channels work either
+   * way. `createLockClient` throws `InvalidArgumentError` naming a field that is not as `OtelOptions` says.
+   */
+  otel?: false | OtelOptions;
 }
 
 /** Events of a `LockClient`. */
@@ -131,13 +143,18 @@ export class LockClient extends EventEmitter<LockClientEvents> {
     const executor = new Executor(connection, o.retry, o.responseTimeout, log);
     const clustered = connection.topology === 'cluster';
     const latchTtl = Math.ceil((o.responseTimeout + 2 * o.retry.maxTimeout) * (o.retry.retries + 1));
+    const observe = new Observer(options.otel ?? {}, log);
     this.core = {
       id: this.id,
       keyPrefix,
       connection,
       executor,
       channels: new Channels(connection, log),
-      watchdog: new Watchdog(executor, o.lockWatchdogTimeout, o.watchdogBatchSize, clustered, log, (event) => this.emit('lockLost', event)),
+      watchdog: new Watchdog(executor, o.lockWatchdogTimeout, o.watchdogBatchSize, clustered, log, (event) => {
+        observe.lost(event);
+        this.emit('lockLost', event);
+      }),
+      observe,
       latches: new UnlockLatches(this.id, executor, keyPrefix, latchTtl, clustered, log),
       replicaSync: o.syncReplicasTimeout === undefined ? undefined : new ReplicaSync(executor, o.syncReplicasTimeout, clustered, log),
       subscriptionTimeout: o.subscriptionTimeout,
@@ -150,6 +167,7 @@ export class LockClient extends EventEmitter<LockClientEvents> {
       closing: this.closing.signal,
     };
     connection.onReconnected(() => this.core.watchdog.renewAllNow());
+    observe.count(executor, this.core.watchdog);
   }
 
   /**
@@ -353,6 +371,7 @@ function resolveOptions(options: LockClientOptions): ResolvedOptions {
   if (options.logger !== undefined && typeof (options.logger as { child?: unknown } | null)?.child !== 'function') {
     throw new InvalidArgumentError('logger', 'must be a pino (or pino-compatible) logger, with child()');
   }
+  checkOtel(options.otel);
   const retry = { ...DEFAULT_RETRY, ...options.retry };
   for (const [name, value] of Object.entries(retry)) {
     if (name === 'randomize') {
@@ -377,6 +396,19 @@ function syncTimeout(option: LockClientOptions['syncReplicas']): number | undefi
   if (option === true) return 1000;
   if (typeof option !== 'object' || option === null) throw new InvalidArgumentError('syncReplicas', 'must be true, false or { timeout: ms }');
   return positive('syncReplicas.timeout', option.timeout, 1000);
+}
+
+/** Throws `InvalidArgumentError` naming the first part of the `otel` option that is not as `OtelOptions` describes. */
+function checkOtel(option: LockClientOptions['otel']): void {
+  if (option === undefined || option === false) return;
+  if (typeof option !== 'object' || option === null) throw new InvalidArgumentError('otel', 'must be false or { meterProvider?, tracerProvider?, recordNames? }');
+  if (option.meterProvider !== undefined && typeof option.meterProvider?.getMeter !== 'function') throw new InvalidArgumentError('otel.meterProvider', 'must be an OpenTelemetry MeterProvider (with getMeter())');
+  if (option.tracerProvider !== undefined && typeof option.tracerProvider?.getTracer !== 'function') throw new InvalidArgumentError('otel.tracerProvider', 'must be an OpenTelemetry TracerProvider (with getTracer())');
+  if (option.recordNames !== undefined && typeof option.recordNames !== 'boolean') throw new InvalidArgumentError('otel.recordNames', 'must be a boolean');
+  const api = option.api as { metrics?: { getMeterProvider?: unknown }; trace?: { getTracerProvider?: unknown } } | undefined;
+  if (api !== undefined && (typeof api?.metrics?.getMeterProvider !== 'function' || typeof api.trace?.getTracerProvider !== 'function')) {
+    throw new InvalidArgumentError('otel.api', "must be the @opentelemetry/api module (import * as api from '@opentelemetry/api')");
+  }
 }
 
 /** Throws `InvalidArgumentError` for a key prefix whose braces would break every name's hash tag. */

@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import { ClientClosedError } from './errors.js';
 import type { Channels } from './pubsub/channels.js';
 import type { Connection } from './redis/connection.js';
+import type { Observer } from './observe/observer.js';
 import type { Executor } from './redis/executor.js';
 import type { UnlockLatches } from './redis/latches.js';
 import type { ReplicaSync } from './redis/replica-sync.js';
@@ -20,6 +21,8 @@ export interface Core {
   readonly channels: Channels;
   readonly watchdog: Watchdog;
   readonly latches: UnlockLatches;
+  /** Metrics, spans and diagnostics-channel events of acquisitions, releases and lost holds (`src/observe`). */
+  readonly observe: Observer;
   /** The `syncReplicas` check, when enabled: acquisitions call `confirm(key)` after they were granted. */
   readonly replicaSync: ReplicaSync | undefined;
   /** Milliseconds to wait for a subscription before falling back to polling. */

@@ -22,6 +22,7 @@
  * @document ../docs/reliability.md
  * @document ../docs/benchmarks.md
  * @document ../docs/cli.md
+ * @document ../docs/observability.md
  * @document ../docs/architecture.md
  * @document ../CHANGELOG.md
  */
@@ -46,6 +47,9 @@ export {
   WrongTypeError,
 } from './errors.js';
 export { FencedLock } from './fenced-lock/fenced-lock.js';
+export type { AcquireMessage, LostMessage, ReleaseMessage } from './observe/channels.js';
+export type { AcquireOutcome, MetricKind, WokenBy } from './observe/kinds.js';
+export type { MeterProviderLike, OtelOptions, TracerProviderLike } from './observe/options.js';
 export type { ObjectKind } from './kinds.js';
 export type { LockEvent } from './lock/events.js';
 export { LockHandle } from './lock/handle.js';

@@ -99,6 +99,7 @@ export class RCountDownLatch extends CountedObject {
       signal: options.signal,
       attempt: async (deadline): Promise<Attempt<true>> =>
         (await this.readCount('latch.await', deadline, options.signal)) > 0 ? { acquired: false, retryAfterMs: -1 } : { acquired: true, value: true },
+      observed: { observer: this.core.observe, kind: 'count_down_latch', name: this.name, key: this.key },
     });
     if (waitOrOptions !== undefined) return opened === true;
   }

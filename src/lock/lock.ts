@@ -4,6 +4,8 @@ import type { Core } from '../core.js';
 import { ClientClosedError, IllegalMonitorStateError, InvalidArgumentError, LockAcquireTimeoutError, LockLostError, RedisUnavailableError } from '../errors.js';
 import { auxName, mainKey } from '../keys.js';
 import type { ObjectKind } from '../kinds.js';
+import { metricKind } from '../observe/kinds.js';
+import { probed, type AcquireProbe } from '../observe/observer.js';
 import type { WakeRule } from '../pubsub/channels.js';
 import { waitFor, type Attempt } from '../pubsub/wait.js';
 import { checkOptions, leaseMillis, monotonic, optionLease, optionWait, waitMillis, type TimeUnit } from '../time.js';
@@ -570,7 +572,12 @@ export class RLock {
    * lock unsettled (a lost reply), the guard is armed from the first attempt: a grant of that call still
    * in Redis is adopted as this acquisition.
    */
-  protected async acquireAs(ctx: LockContext, waitMs: number, leaseMs: number | undefined, signal: AbortSignal | undefined): Promise<Grant | undefined> {
+  protected acquireAs(ctx: LockContext, waitMs: number, leaseMs: number | undefined, signal: AbortSignal | undefined): Promise<Grant | undefined> {
+    return this.core.observe.acquire(metricKind(this.kind, this.exclusive), this.name, this.key, this.ownerOf(ctx), waitMs, signal, (probe) => this.acquireObserved(ctx, waitMs, leaseMs, signal, probe));
+  }
+
+  /** `acquireAs`, telling `probe` (the observer's, see `Observer.acquire`) of its attempts. */
+  private async acquireObserved(ctx: LockContext, waitMs: number, leaseMs: number | undefined, signal: AbortSignal | undefined, probe: AcquireProbe): Promise<Grant | undefined> {
     const { core } = this;
     core.checkOpen();
     const owner = this.ownerOf(ctx);
@@ -583,7 +590,7 @@ export class RLock {
     let grant: Grant | undefined;
     let holds = 0;
     try {
-      grant = await this.waitForLock(waitMs, signal, (deadline) => this.attempt(acq, deadline, signal), owner);
+      grant = await this.waitForLock(waitMs, signal, probed(probe, (deadline) => this.attempt(acq, deadline, signal)), owner);
       if (grant) {
         if (renewal) core.watchdog.confirm(renewal, grant.sentAt);
         holds = recordAcquired(ctx, this.holdKey, leaseMs === undefined, monotonic()).count;
@@ -638,7 +645,12 @@ export class RLock {
    * a blocked event loop resumes past the lease), the hold is reported lost (`lockLost`, and `controller`,
    * the releasing handle's signal, aborts) before `IllegalMonitorStateError` is thrown.
    */
-  protected async unlockAs(ctx: LockContext, renewed?: boolean, controller?: AbortController): Promise<void> {
+  protected unlockAs(ctx: LockContext, renewed?: boolean, controller?: AbortController): Promise<void> {
+    return this.core.observe.release(metricKind(this.kind, this.exclusive), this.name, this.key, this.ownerOf(ctx), () => this.unlockObserved(ctx, renewed, controller));
+  }
+
+  /** `unlockAs`, measured by the observer (see `Observer.release`). */
+  private async unlockObserved(ctx: LockContext, renewed?: boolean, controller?: AbortController): Promise<void> {
     const { core } = this;
     const inFlight = allLanded(ctx, this.holdKey);
     if (inFlight) await inFlight;

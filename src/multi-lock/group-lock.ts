@@ -1,5 +1,6 @@
 import { currentContext, type LockContext } from '../context.js';
 import type { Core } from '../core.js';
+import type { MetricKind } from '../observe/kinds.js';
 import { LockAcquireTimeoutError } from '../errors.js';
 import type { LockHandle } from '../lock/handle.js';
 import { memberSteps as steps, requireUnit, tryLockTimes, type AcquireOptions, type RLock } from '../lock/lock.js';
@@ -35,6 +36,8 @@ export abstract class GroupLock {
   readonly quorum: number;
   /** This object's current contextless holder, if any (see the class description). */
   private holder: GroupHold | undefined;
+  /** Its kind in metrics and events: `red_lock` for the groups of members from distinct clients (RedLock), else `multi_lock`. */
+  private readonly observedKind: MetricKind;
 
   protected constructor(
     protected readonly core: Core,
@@ -45,6 +48,7 @@ export abstract class GroupLock {
     this.locks = Object.freeze(checkMembers(locks, distinctClients));
     this.name = groupName(this.locks);
     this.quorum = quorumOf(this.locks.length);
+    this.observedKind = distinctClients ? 'red_lock' : 'multi_lock';
   }
 
   /** The members' names as `[a, b]` (Redisson's `getName()`); read locally. */
@@ -155,7 +159,7 @@ export abstract class GroupLock {
   private async takeAs(ctxs: LockContext[], waitMs: number, leaseMs: number | undefined, signal: AbortSignal | undefined): Promise<Taken | undefined> {
     let taken: Taken | undefined;
     try {
-      taken = await this.take(ctxs, waitMs, leaseMs, signal);
+      taken = await this.core.observe.acquire(this.observedKind, this.name, '', undefined, waitMs, signal, () => this.take(ctxs, waitMs, leaseMs, signal));
       return taken;
     } finally {
       const held = new Set(taken?.holding.held);

@@ -283,6 +283,7 @@ export class RPermitExpirableSemaphore {
         maxPollMs: core.watchdog.leaseMs,
         signal,
         attempt: (deadline) => this.attempt(ids, [lease, String(permits), base], deadline, signal),
+        observed: { observer: core.observe, kind: 'permit_expirable_semaphore', name: this.name, key: this.key, holders: ids },
       });
     } finally {
       if (sentAt === undefined) for (const renewal of renewals) core.watchdog.abandon(renewal);
@@ -314,8 +315,13 @@ export class RPermitExpirableSemaphore {
     }
   }
 
-  /** Releases `ids` all or nothing; resolves to the ids that were not held (empty: all released). */
-  private async releaseIds(ids: readonly string[]): Promise<string[]> {
+  /** Releases `ids` all or nothing; resolves to the ids that were not held (empty: all released). Observed (`Observer.release`). */
+  private releaseIds(ids: readonly string[]): Promise<string[]> {
+    return this.core.observe.release('permit_expirable_semaphore', this.name, this.key, ids, () => this.releaseObserved(ids), (gone) => gone.length === 0);
+  }
+
+  /** `releaseIds`, unobserved. */
+  private async releaseObserved(ids: readonly string[]): Promise<string[]> {
     const paused = this.pauseRenewals(ids);
     const gone = notHeld(ids, await this.run('permits.release', RELEASE, ids));
     if (gone.length > 0) this.resumeRenewals(paused, gone);

@@ -1,3 +1,5 @@
+import type { MetricKind } from '../observe/kinds.js';
+import { probed, type Holders, type Observer } from '../observe/observer.js';
 import { monotonic } from '../time.js';
 import type { Channels, WakeRule } from './channels.js';
 
@@ -21,8 +23,22 @@ export interface WaitOptions<T> {
   /** Longest timer fallback when the attempt gives no retry time (a key without TTL, lost messages). */
   maxPollMs: number;
   signal?: AbortSignal | undefined;
-  /** One attempt; `deadline` is the monotonic end of the wait (undefined: no limit). */
-  attempt: (deadline: number | undefined) => Promise<Attempt<T>>;
+  /**
+   * One attempt; `deadline` is the monotonic end of the wait (undefined: no limit); `wake` is what woke
+   * the waiter before it: a message on the channel, or a timer (undefined for the first attempt).
+   */
+  attempt: (deadline: number | undefined, wake?: 'message' | 'timer') => Promise<Attempt<T>>;
+  /** The object waited for, when the wait is the whole acquisition call: it is measured (`Observer.acquire`). */
+  observed?: Observed;
+}
+
+/** The object a wait acquires, for its observer: kind and name, key, and who holds it when granted (see `Observer.acquire`). */
+export interface Observed {
+  readonly observer: Observer;
+  readonly kind: MetricKind;
+  readonly name: string;
+  readonly key: string;
+  readonly holders?: Holders;
 }
 
 /**
@@ -34,7 +50,14 @@ export interface WaitOptions<T> {
  * polls with jittered exponential backoff instead, capped by the holder's TTL. Resolves to the acquired
  * value, or `undefined` when the wait time ran out; rejects with `signal.reason` when aborted.
  */
-export async function waitFor<T>(options: WaitOptions<T>): Promise<T | undefined> {
+export function waitFor<T>(options: WaitOptions<T>): Promise<T | undefined> {
+  const o = options.observed;
+  if (!o) return waitLoop(options);
+  return o.observer.acquire(o.kind, o.name, o.key, o.holders, options.waitMs, options.signal, (probe) => waitLoop({ ...options, attempt: probed(probe, options.attempt) }));
+}
+
+/** `waitFor`'s loop. */
+async function waitLoop<T>(options: WaitOptions<T>): Promise<T | undefined> {
   const { channels, signal, waitMs } = options;
   const start = monotonic();
   const deadline = Number.isFinite(waitMs) ? start + waitMs : undefined;
@@ -57,7 +80,7 @@ export async function waitFor<T>(options: WaitOptions<T>): Promise<T | undefined
     for (;;) {
       signal?.throwIfAborted();
       if (!current) {
-        result = await options.attempt(deadline);
+        result = await options.attempt(deadline, woken ? 'message' : 'timer');
         woken = false;
         if (result.acquired) return result.value;
       }

@@ -118,6 +118,8 @@ export class Executor {
   private closed = false;
   /** Aborted by `close()`: stops retry backoffs at once, so no timer outlives the client. */
   private readonly closing = new AbortController();
+  /** Told of each attempt `run` sends, by operation name (the observer's `relock.redis.requests`; set only while metrics are recorded). */
+  onRequest: ((operation: string) => void) | undefined;
 
   constructor(
     readonly connection: Connection,
@@ -137,6 +139,7 @@ export class Executor {
     const dangling: Array<Promise<T>> | undefined = options.onLateResults ? [] : undefined;
     let first: unknown;
     try {
+      this.onRequest?.(operation);
       return await this.bounded(call(1), this.responseTimeout, options.signal, dangling);
     } catch (error) {
       first = error;
@@ -149,6 +152,7 @@ export class Executor {
         (attempt) => {
           if (attempt === 1) throw ownRealm(first);
           if (this.closed) throw new ClientClosedError();
+          this.onRequest?.(operation);
           return this.bounded(call(attempt), this.responseTimeout, signal, dangling).catch((error: unknown) => {
             throw ownRealm(error);
           });

@@ -123,7 +123,8 @@ export class RSemaphore extends CountedObject {
    */
   async release(permits = 1): Promise<void> {
     if (permitTotal(permits) === 0) return;
-    await this.run('semaphore.release', ADD, [String(permits)]);
+    const delta = String(permits);
+    await this.core.observe.release('semaphore', this.name, this.key, undefined, () => this.run('semaphore.release', ADD, [delta]));
   }
 
   /**
@@ -156,6 +157,7 @@ export class RSemaphore extends CountedObject {
       maxPollMs: this.core.watchdog.leaseMs,
       signal,
       attempt: (deadline) => this.attempt(permits, deadline, signal),
+      observed: { observer: this.core.observe, kind: 'semaphore', name: this.name, key: this.key },
     });
     return taken === true;
   }

@@ -116,6 +116,11 @@ export class Watchdog {
   private readonly driftMs: number;
   /** Renewal script calls made (for diagnostics and benchmarks). */
   calls = 0;
+  /**
+   * Told after each renewal call: whether it got an answer, and how many of its holds were renewed and
+   * found gone (the observer's `relock.watchdog.*` metrics; set only while metrics are recorded).
+   */
+  onRenewal: ((answered: boolean, renewed: number, gone: number) => void) | undefined;
 
   constructor(
     private readonly executor: Executor,
@@ -379,6 +384,8 @@ export class Watchdog {
     if (failure !== undefined) {
       this.log.warn({ holds: batch.length, first: batch[0]!.name, err: failure, kind: classify(failure) }, 'lock renewal failed; retrying');
     }
+    let renewed = 0;
+    let gone = 0;
     batch.forEach((renewal, i) => {
       renewal.inFlight = false;
       if (this.all.get(renewal.id) !== renewal || renewal.holds === 0) return;
@@ -394,10 +401,13 @@ export class Watchdog {
         renewal.lastError = undefined;
         renewal.deadline = sentAt + this.leaseMs - this.driftMs;
         this.schedule(renewal, sentAt + this.intervalMs);
+        renewed++;
       } else {
         this.lose(renewal, 'expired');
+        gone++;
       }
     });
+    this.onRenewal?.(failure === undefined, renewed, gone);
   }
 
   /**

@@ -12,7 +12,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { execFile } from 'node:child_process';
-import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -172,7 +172,8 @@ describe('the built package', () => {
     expect(packedFiles.filter((file) => /^(test|scripts|docs|\.tmp|node_modules)\//.test(file))).toEqual([]);
   });
 
-  it('imports as an ES module (dist/esm) and takes and releases locks on a real Redis', async () => {
+  it('imports as an ES module (dist/esm) and takes and releases locks on a real Redis, without the optional peer @opentelemetry/api', async () => {
+    expect(existsSync(join(scratch, 'node_modules', '@opentelemetry', 'api'))).toBe(false);
     const result = await consume('esm.mjs', uniqueName('package-esm'));
     expect(fileURLToPath(result.resolved as string)).toBe(installedFile('dist/esm/index.js'));
     expect(result.exports).toEqual(Object.keys(sources).sort());
@@ -190,7 +191,7 @@ describe('the built package', () => {
   it('runs the relock command with npx through its bin entry: --help, and inspect on a real Redis', async () => {
     const help = await run('npx', ['--no', '--', 'relock', '--help'], { cwd: scratch, env: cleanEnv(), timeout: 60_000 });
     expect(help.stdout).toMatch(/^Usage: relock \[options\] \[command\]\n/);
-    for (const command of ['inspect', 'list', 'force-unlock', 'watch']) expect(help.stdout).toContain(`  ${command} [options]`);
+    for (const command of ['inspect', 'list', 'force-unlock', 'watch', 'top']) expect(help.stdout).toContain(`  ${command} [options]`);
     const { stdout } = await run('npx', ['--no', '--', 'relock', 'inspect', busyName, '--json', '--url', server.url], { cwd: scratch, env: cleanEnv(), timeout: 60_000 });
     expect(JSON.parse(stdout)).toMatchObject({ name: busyName, type: 'lock', holders: [{ owner: busy.owner, holds: 1 }] });
   }, 90_000);

@@ -69,12 +69,21 @@ function typeList(value: string): ObjectType[] {
   return types;
 }
 
-/** Scans every primary and classifies each object whose name matches `pattern`, sorted by name. */
-async function list(target: Target, pattern: string, options: ListOptions, bar: Progress): Promise<{ nodes: string[]; scanned: number; objects: Listed[] }> {
+/**
+ * Scans every primary and classifies each object whose name matches `pattern`, sorted by name; also
+ * returns each object's description by name (for `top`).
+ */
+export async function list(
+  target: Target,
+  pattern: string,
+  options: Pick<ListOptions, 'prefix' | 'scanCount'>,
+  bar: Progress,
+): Promise<{ nodes: string[]; scanned: number; objects: Listed[]; descriptions: Map<string, Description> }> {
   const { prefix } = options;
   const matches = globRegExp(pattern);
   const seen = new Set<string>();
   const objects: Listed[] = [];
+  const descriptions = new Map<string, Description>();
   const nodes = await target.primaries();
   let scanned = 0;
   const match = prefix === '' ? [] : ['MATCH', `${escapeGlob(prefix)}*`];
@@ -86,12 +95,12 @@ async function list(target: Target, pattern: string, options: ListOptions, bar: 
       scanned += keys.length;
       const names = [...new Set(keys.flatMap((key) => namesOf(key, prefix)))].filter((name) => matches.test(name) && !seen.has(name));
       for (const name of names) seen.add(name);
-      for (let i = 0; i < names.length; i += BATCH) objects.push(...(await classify(target, names.slice(i, i + BATCH))));
+      for (let i = 0; i < names.length; i += BATCH) objects.push(...(await classify(target, names.slice(i, i + BATCH), descriptions)));
       bar.update(`scanning ${node.address}${nodes.length > 1 ? ` (${n + 1}/${nodes.length})` : ''}: ${scanned} keys read, ${objects.length} relock objects`);
     } while (cursor !== '0');
   }
   bar.done();
-  return { nodes: nodes.map((node) => node.address), scanned, objects: dropShadows(objects).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)) };
+  return { nodes: nodes.map((node) => node.address), scanned, objects: dropShadows(objects).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)), descriptions };
 }
 
 /**
@@ -109,8 +118,8 @@ function namesOf(key: string, prefix: string): string[] {
   return mains.filter((main) => main.startsWith(prefix)).map((main) => main.slice(prefix.length));
 }
 
-/** Reads and classifies `names`; names that are no relock object are left out. */
-async function classify(target: Target, names: readonly string[]): Promise<Listed[]> {
+/** Reads and classifies `names` (their descriptions go to `descriptions`); names that are no relock object are left out. */
+async function classify(target: Target, names: readonly string[], descriptions: Map<string, Description>): Promise<Listed[]> {
   const results = await Promise.all(
     names.map(async (name): Promise<Listed | undefined> => {
       let keys: ObjectKeys;
@@ -122,6 +131,7 @@ async function classify(target: Target, names: readonly string[]): Promise<Liste
       const { state, subs, detection } = await inspectObject(target.connection, keys, CLASSIFY_LIMIT, undefined);
       if (detection.found !== 'object') return undefined;
       const d = await describe(target.connection, state, detection.type, subs);
+      descriptions.set(name, d);
       return { name, type: d.type, key: d.key, exists: d.exists, ttlMs: d.ttlMs, summary: summary(d), warnings: d.warnings };
     }),
   );

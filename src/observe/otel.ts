@@ -1,0 +1,49 @@
+import type * as Api from '@opentelemetry/api';
+import type { ApiLoader, OtelOptions } from './options.js';
+
+/** The instrumentation scope name of relock's meter and tracer. */
+export const SCOPE = 'relock';
+
+/** Bucket boundaries (s) of the duration histograms: 1 ms to 1 min, where lock waits and holds fall. */
+const DURATION_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
+
+/**
+ * relock's OpenTelemetry instruments and tracer, made from the loaded API. Only this file names the API's
+ * types; the types reachable from the package root do not, so that they compile without the package.
+ */
+export class Otel {
+  readonly acquireDuration: Api.Histogram;
+  readonly holdDuration: Api.Histogram;
+  readonly acquires: Api.Counter;
+  readonly lost: Api.Counter;
+  readonly waiters: Api.UpDownCounter;
+  readonly held: Api.UpDownCounter;
+  readonly renewals: Api.Counter;
+  readonly renewalCalls: Api.Counter;
+  readonly requests: Api.Counter;
+  readonly tracer: Api.Tracer;
+  readonly recordNames: boolean;
+
+  constructor(
+    readonly api: typeof Api,
+    options: OtelOptions,
+  ) {
+    const meter = ((options.meterProvider as Api.MeterProvider | undefined) ?? api.metrics.getMeterProvider()).getMeter(SCOPE);
+    this.tracer = ((options.tracerProvider as Api.TracerProvider | undefined) ?? api.trace.getTracerProvider()).getTracer(SCOPE);
+    this.recordNames = options.recordNames ?? true;
+    const advice = { explicitBucketBoundaries: DURATION_BUCKETS };
+    this.acquireDuration = meter.createHistogram('relock.acquire.duration', { unit: 's', description: 'Time from an acquisition call to its grant or give-up.', advice });
+    this.holdDuration = meter.createHistogram('relock.hold.duration', { unit: 's', description: 'Time from a grant to the release that freed the object.', advice });
+    this.acquires = meter.createCounter('relock.acquires', { unit: '{acquisition}', description: 'Acquisition calls ended, by outcome.' });
+    this.lost = meter.createCounter('relock.lost', { unit: '{hold}', description: 'Holds lost (the lockLost event), by reason.' });
+    this.waiters = meter.createUpDownCounter('relock.waiters', { unit: '{waiter}', description: 'Acquisition calls of this process waiting for a busy object.' });
+    this.held = meter.createUpDownCounter('relock.held', { unit: '{hold}', description: 'Holds this process has acquired and not released or lost.' });
+    this.renewals = meter.createCounter('relock.watchdog.renewals', { unit: '{hold}', description: 'Holds the watchdog renewed (outcome renewed) or found gone (outcome expired).' });
+    this.renewalCalls = meter.createCounter('relock.watchdog.calls', { unit: '{call}', description: 'Renewal script calls of the watchdog, answered (outcome ok) or failed (outcome error).' });
+    this.requests = meter.createCounter('relock.redis.requests', { unit: '{request}', description: 'Requests relock sent to Redis (retries included), by operation.' });
+  }
+}
+
+/** The default loader: a dynamic import, attempted once per process. */
+let loaded: Promise<unknown> | undefined;
+export const loadApi: ApiLoader = () => (loaded ??= import('@opentelemetry/api'));
