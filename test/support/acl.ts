@@ -1,0 +1,23 @@
+/**
+ * The least-privilege ACL rule of a relock user, per scripting mode, as docs/security.md gives it (a test
+ * checks the page shows these rules, and that every command relock's Lua scripts call is in them).
+ */
+
+/** The commands relock's Lua scripts call (checked against `redis.call('…')` in src/ by test/scripting/acl.test.ts). */
+export const SCRIPT_COMMANDS = [
+  'decrby', 'del', 'exists', 'get', 'hdel', 'hexists', 'hget', 'hgetall', 'hincrby', 'hlen', 'hmget', 'hrandfield', 'hset',
+  'incr', 'incrby', 'lindex', 'llen', 'lpop', 'lrange', 'lrem', 'pexpire', 'pttl', 'rpush', 'set', 'setnx', 'strlen', 'time',
+  'type', 'zadd', 'zcard', 'zrange', 'zrangebyscore', 'zrem', 'zremrangebyscore', 'zscore',
+] as const;
+
+/** Commands relock sends itself, outside scripts (reads, latch cleanup, `syncReplicas`, pub/sub). */
+export const DIRECT_COMMANDS = ['exists', 'get', 'hget', 'hmget', 'pttl', 'unlink', 'wait', 'info', 'publish', 'subscribe', 'unsubscribe'] as const;
+
+/** The commands that run scripts, per scripting mode. */
+export const SCRIPTING_COMMANDS = { eval: ['evalsha', 'eval'], functions: ['fcall', 'fcall_ro', 'function|load'] } as const;
+
+/** The `ACL SETUSER <user>` arguments after the user name: `on`, password, keys, channels, commands. */
+export function aclRule(mode: 'eval' | 'functions', keyPrefix: string, password: string): string[] {
+  const commands = [...new Set([...SCRIPTING_COMMANDS[mode], ...SCRIPT_COMMANDS, ...DIRECT_COMMANDS])];
+  return ['reset', 'on', `>${password}`, `~${keyPrefix}*`, `&${keyPrefix}*`, '-@all', ...commands.map((c) => `+${c}`)];
+}
