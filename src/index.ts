@@ -19,6 +19,7 @@
  * @document ../docs/locks-more.md
  * @document ../docs/semaphores.md
  * @document ../docs/topologies.md
+ * @document ../docs/security.md
  * @document ../docs/reliability.md
  * @document ../docs/benchmarks.md
  * @document ../docs/cli.md

@@ -37,7 +37,11 @@ export function register(script: Script): void {
   built = undefined;
 }
 
-/** The library of every script registered so far. */
+/**
+ * relock's Redis Functions library, as `scripting: 'functions'` loads it: its `name` (`relock_<hash>`)
+ * and `code` (for `FUNCTION LOAD`). For operators who load it themselves and do not grant the
+ * application `function|load` (docs/security.md). Sends nothing.
+ */
 export function functionsLibrary(): FunctionsLibrary {
   const { name, code } = build();
   return { name, code };

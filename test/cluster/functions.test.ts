@@ -1,0 +1,49 @@
+/**
+ * `scripting: 'functions'` on a real Redis Cluster (3 primaries, 1 replica each): the library is loaded on
+ * each primary lazily, by the first call routed there, and a replica promoted by a failover serves the
+ * library it received by replication (no load).
+ */
+import { describe, expect, it } from '@jest/globals';
+import { functionsLibrary } from '../../src/index.js';
+import { keySlot } from '../../src/keys.js';
+import { useClusterTopology } from '../shared/topology.js';
+
+const { topology, cluster } = useClusterTopology();
+
+/** Calls of `command` on one node (`INFO commandstats`). */
+async function calls(node: Parameters<ReturnType<typeof cluster>['command']>[0], command: string): Promise<number> {
+  const info = String(await cluster().command(node, ['INFO', 'commandstats']));
+  return Number(new RegExp(`^cmdstat_${command}:calls=(\\d+)`, 'm').exec(info)?.[1] ?? 0);
+}
+
+/** Names whose slots are served by `count` different primaries. */
+async function namesOnPrimaries(count: number): Promise<string[]> {
+  const byPrimary = new Map<number, string>();
+  for (let i = 0; byPrimary.size < count; i++) {
+    const name = `fn:{${i}}`;
+    const { primary } = await cluster().roles(name);
+    if (!byPrimary.has(primary.port)) byPrimary.set(primary.port, name);
+  }
+  return [...byPrimary.values()];
+}
+
+describe('functions mode on a Cluster', () => {
+  it('loads the library on each primary by its first call, once; a failover keeps it (replicated), with no load on the new primary', async () => {
+    const c = topology().client({ scripting: 'functions' });
+    const names = await namesOnPrimaries(3);
+    for (const name of names) {
+      const { primary } = await cluster().roles(name);
+      const before = await calls(primary, 'function\\|load');
+      for (let i = 0; i < 2; i++) await (await c.getLock(name).acquire({ leaseMs: 5000 })).release();
+      expect({ name, loads: (await calls(primary, 'function\\|load')) - before }).toEqual({ name, loads: 1 });
+    }
+    const name = names[0]!;
+    expect(keySlot(name)).toBeGreaterThanOrEqual(0);
+    const promoted = await cluster().failover(name);
+    const loads = await calls(promoted, 'function\\|load');
+    await (await c.getLock(name).acquire({ leaseMs: 5000 })).release();
+    expect(await calls(promoted, 'function\\|load')).toBe(loads);
+    expect(await calls(promoted, 'fcall')).toBeGreaterThanOrEqual(2);
+    expect(functionsLibrary().name).toMatch(/^relock_/);
+  });
+});
