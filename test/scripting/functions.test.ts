@@ -51,6 +51,16 @@ describe('functions mode', () => {
     expect((await commandCalls(env.redis, 'evalsha')) + (await commandCalls(env.redis, 'eval'))).toBe(evals);
   });
 
+  it('concurrent first calls of several clients on a server without the library all succeed (one load wins, the others find it loaded)', async () => {
+    await env.redis.sendCommand(['FUNCTION', 'FLUSH']);
+    const clients = [1, 2, 3, 4].map(() => lockClient(env.redis, { scripting: 'functions' }));
+    const locks = clients.map((c) => c.getLock(uniqueName()));
+    const handles = await Promise.all(locks.map((lock) => lock.acquire({ leaseMs: 5000 })));
+    for (const lock of locks) expect(await env.redis.exists(lock.key)).toBe(1);
+    await Promise.all(handles.map((h) => h.release()));
+    expect(await libraries(env.redis)).toEqual([functionsLibrary().name]);
+  });
+
   it('loads the library again after a restart lost it, and the lock works as before', async () => {
     const c = lockClient(env.redis, { scripting: 'functions' });
     const lock = c.getLock(uniqueName());
