@@ -1,10 +1,13 @@
 /**
  * `scripting: 'functions'` on a real Redis Cluster (3 primaries, 1 replica each): the library is loaded on
  * each primary lazily, by the first call routed there, and a replica promoted by a failover serves the
- * library it received by replication (no load).
+ * library it received by replication (no load). The Cluster variant of the least-privilege ACL rule
+ * (docs/security.md) suffices for locking, waking a waiter and releasing.
  */
 import { describe, expect, it } from '@jest/globals';
-import { functionsLibrary } from '../../src/index.js';
+import { createCluster } from 'redis';
+import { createLockClient, functionsLibrary, type LockClient } from '../../src/index.js';
+import { aclRule } from '../support/acl.js';
 import { keySlot } from '../../src/keys.js';
 import { useClusterTopology } from '../shared/topology.js';
 
@@ -45,5 +48,33 @@ describe('functions mode on a Cluster', () => {
     expect(await calls(promoted, 'function\\|load')).toBe(loads);
     expect(await calls(promoted, 'fcall')).toBeGreaterThanOrEqual(2);
     expect(functionsLibrary().name).toMatch(/^relock_/);
+  });
+});
+
+describe('least privilege on a Cluster', () => {
+  it('a user with the Cluster rule of its mode (functions, eval) locks, wakes a waiter by sharded pub/sub and releases', async () => {
+    for (const mode of ['functions', 'eval'] as const) {
+      const username = `relock-cluster-${mode}`;
+      for (const node of cluster().nodes) await cluster().command(node, ['ACL', 'SETUSER', username, ...aclRule(mode, 'app:', 'pw', true)]);
+      const redis = createCluster({ rootNodes: cluster().rootNodes, defaults: { username, password: 'pw' } });
+      redis.on('error', () => {});
+      await redis.connect();
+      let c: LockClient | undefined;
+      try {
+        c = createLockClient({ redis, scripting: mode, keyPrefix: 'app:' });
+        const name = `acl:{${mode}}`;
+        const held = await c.getLock(name).acquire({ leaseMs: 10_000 });
+        const started = Date.now();
+        const waiting = c.getLock(name).tryLock(5, 5, 'seconds');
+        await new Promise((resolve) => setTimeout(resolve, 100));
+        await held.release();
+        expect({ mode, acquired: await waiting }).toEqual({ mode, acquired: true });
+        expect(Date.now() - started).toBeLessThan(2000);
+        await c.getLock(name).forceUnlock();
+      } finally {
+        await c?.shutdown();
+        await redis.close();
+      }
+    }
   });
 });

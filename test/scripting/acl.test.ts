@@ -44,9 +44,12 @@ describe('the least-privilege rule', () => {
     expect(DIRECT_COMMANDS).toEqual(expect.arrayContaining(['publish', 'subscribe', 'unsubscribe', 'unlink']));
   });
 
-  it('is the one docs/security.md gives for each mode (key prefix myapp:)', () => {
+  it('is the one docs/security.md gives for each mode, standalone and Cluster (key prefix myapp:)', () => {
     const page = readFileSync('docs/security.md', 'utf8');
     for (const mode of ['eval', 'functions'] as const) expect(page).toContain(`ACL SETUSER relock ${aclRule(mode, 'myapp:', 'secret').join(' ')}\n`);
+    expect(page).toContain(`ACL SETUSER relock ${aclRule('functions', 'myapp:', 'secret', true).join(' ')}\n`);
+    const evalCluster = aclRule('eval', 'myapp:', 'secret', true).join(' ');
+    expect(evalCluster).toBe(aclRule('functions', 'myapp:', 'secret', true).join(' ').replace('+fcall +fcall_ro +function|load', '+evalsha +eval'));
   });
 });
 

@@ -16,8 +16,15 @@ export const DIRECT_COMMANDS = ['exists', 'get', 'hget', 'hmget', 'pttl', 'unlin
 /** The commands that run scripts, per scripting mode. */
 export const SCRIPTING_COMMANDS = { eval: ['evalsha', 'eval'], functions: ['fcall', 'fcall_ro', 'function|load'] } as const;
 
-/** The `ACL SETUSER <user>` arguments after the user name: `on`, password, keys, channels, commands. */
-export function aclRule(mode: 'eval' | 'functions', keyPrefix: string, password: string): string[] {
-  const commands = [...new Set([...SCRIPTING_COMMANDS[mode], ...SCRIPT_COMMANDS, ...DIRECT_COMMANDS])];
+/** On a Cluster: sharded pub/sub instead, and the cluster client's topology discovery. */
+const CLUSTER_COMMANDS: Record<string, string[]> = { publish: ['spublish'], subscribe: ['ssubscribe'], unsubscribe: ['sunsubscribe', 'cluster|slots'] };
+
+/**
+ * The `ACL SETUSER <user>` arguments after the user name: `reset`, `on`, password, keys, channels,
+ * commands. `cluster`: the rule of a Cluster node.
+ */
+export function aclRule(mode: 'eval' | 'functions', keyPrefix: string, password: string, cluster = false): string[] {
+  const direct = cluster ? DIRECT_COMMANDS.flatMap((c) => CLUSTER_COMMANDS[c] ?? [c]) : DIRECT_COMMANDS;
+  const commands = [...new Set([...SCRIPTING_COMMANDS[mode], ...SCRIPT_COMMANDS, ...direct])];
   return ['reset', 'on', `>${password}`, `~${keyPrefix}*`, `&${keyPrefix}*`, '-@all', ...commands.map((c) => `+${c}`)];
 }
