@@ -10,6 +10,7 @@ import { createLockClient, functionsLibrary, type LockClient } from '../../src/i
 import { aclRule } from '../support/acl.js';
 import { keySlot } from '../../src/keys.js';
 import { useClusterTopology } from '../shared/topology.js';
+import { waitUntil } from '../support/helpers.js';
 
 const { topology, cluster } = useClusterTopology();
 
@@ -65,8 +66,10 @@ describe('least privilege on a Cluster', () => {
         const name = `acl:{${mode}}`;
         const held = await c.getLock(name).acquire({ leaseMs: 10_000 });
         const started = Date.now();
-        const waiting = c.getLock(name).tryLock(5, 5, 'seconds');
-        await new Promise((resolve) => setTimeout(resolve, 100));
+        const waiter = c.getLock(name);
+        const waiting = waiter.tryLock(5, 5, 'seconds');
+        // The waiter's SSUBSCRIBE went through: it is parked on the channel (not polling).
+        await waitUntil(async () => (await topology().subscribers(waiter.channel)) === 1, 3000, 10, 'the waiter to subscribe');
         await held.release();
         expect({ mode, acquired: await waiting }).toEqual({ mode, acquired: true });
         expect(Date.now() - started).toBeLessThan(2000);
