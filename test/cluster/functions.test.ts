@@ -43,6 +43,8 @@ describe('functions mode on a Cluster', () => {
     }
     const name = names[0]!;
     expect(keySlot(name)).toBeGreaterThanOrEqual(0);
+    // Right after the cluster was created, CLUSTER SLOTS may not list the replica yet.
+    await waitUntil(async () => (await cluster().roles(name)).replicas.length > 0, 10_000, 50, 'the replica to be listed');
     const promoted = await cluster().failover(name);
     const loads = await calls(promoted, 'function\\|load');
     await (await c.getLock(name).acquire({ leaseMs: 5000 })).release();
