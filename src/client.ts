@@ -19,6 +19,7 @@ import { openConnection, type Connection } from './redis/connection.js';
 import { DEFAULT_RETRY, Executor, type RetryPolicy } from './redis/executor.js';
 import { UnlockLatches } from './redis/latches.js';
 import { ReplicaSync } from './redis/replica-sync.js';
+import { useScripting, type ScriptingMode } from './redis/script.js';
 import { Watchdog, type LockLostEvent } from './watchdog/watchdog.js';
 import { Observer } from './observe/observer.js';
 import type { OtelOptions } from './observe/options.js';
@@ -98,6 +99,19 @@ export interface LockClientOptions {
    * way. `createLockClient` throws `InvalidArgumentError` naming a field that is not as `OtelOptions` says.
    */
   otel?: false | OtelOptions;
+  /**
+   * How relock runs its Lua scripts (Redis 7+ for functions). `'eval'`: `EVALSHA`, and `EVAL` when the
+   * server does not know a script yet (after a restart or failover). `'functions'`: relock's scripts as one
+   * Redis Functions library `relock_<hash>` (the hash covers every script, so each relock version has its
+   * own), loaded with `FUNCTION LOAD` on a node's first call that finds it missing (a fresh server, a
+   * restart without persistence, a promoted replica that never received it; on a Cluster, each primary
+   * lazily), then called with `FCALL`, or `FCALL_RO` for read-only scripts (flag `no-writes`). `'auto'`:
+   * `'eval'` until the server refuses `EVALSHA` or `EVAL` to this user (an ACL `NOPERM`), then
+   * `'functions'` for the rest of the client's life, logged once at warn level. Same semantics in every
+   * mode. The ACL rule each mode needs is in docs/security.md; a refused command, key or channel throws
+   * `PermissionError`. Default `'auto'`.
+   */
+  scripting?: ScriptingMode;
 }
 
 /** Events of a `LockClient`. */
@@ -140,6 +154,7 @@ export class LockClient extends EventEmitter<LockClientEvents> {
     });
     const keyPrefix = options.keyPrefix ?? connection.clientKeyPrefix ?? '';
     if (options.keyPrefix === undefined) checkKeyPrefix(keyPrefix);
+    useScripting(connection, o.scripting, log);
     const executor = new Executor(connection, o.retry, o.responseTimeout, log);
     const clustered = connection.topology === 'cluster';
     const latchTtl = Math.ceil((o.responseTimeout + 2 * o.retry.maxTimeout) * (o.retry.retries + 1));
@@ -362,6 +377,7 @@ interface ResolvedOptions {
   fairLockWaitTimeout: number;
   retry: RetryPolicy;
   syncReplicasTimeout: number | undefined;
+  scripting: ScriptingMode;
 }
 
 function resolveOptions(options: LockClientOptions): ResolvedOptions {
@@ -388,7 +404,14 @@ function resolveOptions(options: LockClientOptions): ResolvedOptions {
     fairLockWaitTimeout: positive('fairLockWaitTimeout', options.fairLockWaitTimeout, 300_000),
     retry,
     syncReplicasTimeout: syncTimeout(options.syncReplicas),
+    scripting: scriptingMode(options.scripting),
   };
+}
+
+function scriptingMode(option: unknown): ScriptingMode {
+  if (option === undefined) return 'auto';
+  if (option === 'eval' || option === 'functions' || option === 'auto') return option;
+  throw new InvalidArgumentError('scripting', `must be 'eval', 'functions' or 'auto'; got ${typeof option === 'string' ? `'${option}'` : String(option)}`);
 }
 
 function syncTimeout(option: LockClientOptions['syncReplicas']): number | undefined {

@@ -9,7 +9,7 @@ export class RelockError extends Error {
   /**
    * A stable identifier, for logs and `switch` statements: `'ILLEGAL_MONITOR_STATE'`, `'LOCK_LOST'`,
    * `'LOCK_ACQUIRE_TIMEOUT'`, `'INVALID_ARGUMENT'`, `'WRONG_TYPE'`, `'CLIENT_CLOSED'`, `'REDIS_UNAVAILABLE'`,
-   * `'REDIS_COMMAND'`, `'CROSS_SLOT'`, `'NO_SYNCED_REPLICAS'`, `'PERMIT_ACQUIRE_TIMEOUT'`, `'PERMIT_NOT_HELD'`,
+   * `'REDIS_COMMAND'`, `'NO_PERMISSION'`, `'CROSS_SLOT'`, `'NO_SYNCED_REPLICAS'`, `'PERMIT_ACQUIRE_TIMEOUT'`, `'PERMIT_NOT_HELD'`,
    * `'LOCK_UPGRADE'`.
    */
   readonly code: string;
@@ -158,8 +158,30 @@ export class RedisUnavailableError extends RelockError {
  * that forbids `EVALSHA`, or a script error. `cause` is the reply. Not retried.
  */
 export class RedisCommandError extends RelockError {
-  constructor(operation: string, options: { cause: unknown }) {
-    super('REDIS_COMMAND', `Redis rejected ${operation}: ${(options.cause as Error)?.message ?? String(options.cause)}`, options);
+  constructor(operation: string, options: { cause: unknown }, code = 'REDIS_COMMAND', detail?: string) {
+    super(code, `Redis rejected ${operation}: ${detail ?? (options.cause as Error)?.message ?? String(options.cause)}`, options);
+  }
+}
+
+/**
+ * Redis refused a command because of the ACL of the user relock connects as (a `NOPERM` reply, or a
+ * script's "The user executing the script can't …" error). `command` names the refused Redis command and
+ * `permission` the class of ACL rule that is missing: `'command'` (add `+<command>`), `'key'` (a key
+ * pattern `~<keyPrefix>*` covering relock's keys), `'channel'` (a channel pattern `&<keyPrefix>*`).
+ * docs/security.md gives the whole rule per `scripting` mode. Not retried. A script refused in the middle
+ * (a channel it publishes on) may have written before the refusal: Redis does not roll scripts back.
+ */
+export class PermissionError extends RedisCommandError {
+  constructor(
+    operation: string,
+    /** The Redis command refused, lowercase (`'evalsha'`, `'function|load'`, `'subscribe'`, …); for a refusal inside a script, the script's command (`'evalsha'`, `'fcall'`). */
+    readonly command: string,
+    /** The class of ACL permission missing. */
+    readonly permission: 'command' | 'key' | 'channel',
+    options: { cause: unknown },
+  ) {
+    const need = { command: `the command permission +${command}`, key: 'a key pattern (~<keyPrefix>*) covering the keys', channel: 'a channel pattern (&<keyPrefix>*) covering the channels' }[permission];
+    super(operation, options, 'NO_PERMISSION', `the ACL of the Redis user lacks ${need} of '${command}' (see docs/security.md): ${(options.cause as Error)?.message ?? String(options.cause)}`);
   }
 }
 

@@ -19,6 +19,7 @@
  * @document ../docs/locks-more.md
  * @document ../docs/semaphores.md
  * @document ../docs/topologies.md
+ * @document ../docs/security.md
  * @document ../docs/reliability.md
  * @document ../docs/benchmarks.md
  * @document ../docs/cli.md
@@ -39,6 +40,7 @@ export {
   LockLostError,
   NoSyncedReplicasError,
   PermitAcquireTimeoutError,
+  PermissionError,
   PermitNotHeldError,
   LockUpgradeError,
   RedisCommandError,
@@ -63,6 +65,8 @@ export { RPermitExpirableSemaphore, type PermitAcquireOptions } from './permit-e
 export { RFairLock } from './fair-lock/fair-lock.js';
 export { RReadLock, RReadWriteLock, RWriteLock } from './read-write-lock/read-write-lock.js';
 export type { RetryPolicy } from './redis/executor.js';
+export { functionsLibrary, type FunctionsLibrary } from './redis/functions.js';
+export type { ScriptingMode } from './redis/script.js';
 export { RSemaphore, type SemaphoreAcquireOptions } from './semaphore/semaphore.js';
 export type { TimeUnit } from './time.js';
 export type { LockLostEvent } from './watchdog/watchdog.js';

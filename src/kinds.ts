@@ -65,6 +65,7 @@ if t == 'string' then
 end
 if t == 'zset' then return {t, 'expirable-semaphore'} end
 return {t, ''}`,
+  { readOnly: true },
 );
 
 const FOUND_BY_SCRIPT = /^WRONGTYPE relock:([\w-]+)/;

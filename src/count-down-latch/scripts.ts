@@ -52,4 +52,4 @@ return answer(left)`,
 );
 
 /** The count (0: open), or a WRONGTYPE error when the key belongs to another kind. Reads only. KEYS[1] = the latch. */
-export const READ_COUNT = new Script('latch.count', `${COUNT}return count()`);
+export const READ_COUNT = new Script('latch.count', `${COUNT}return count()`, { readOnly: true });

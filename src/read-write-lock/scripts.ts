@@ -183,4 +183,5 @@ export const RW_IS_LOCKED = new Script(
   `local mode = redis.call('hget', KEYS[1], 'mode')
 if ARGV[1] == 'write' or mode ~= 'write' then return mode == ARGV[1] and 1 or 0 end
 return redis.call('hlen', KEYS[1]) > 2 and 1 or 0`,
+  { readOnly: true },
 );

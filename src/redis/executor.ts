@@ -1,11 +1,12 @@
 import pRetry from 'p-retry';
 import type { Logger } from 'pino';
-import { ClientClosedError, CrossSlotError, RedisCommandError, RedisUnavailableError, RelockError, WrongTypeError } from '../errors.js';
+import { ClientClosedError, CrossSlotError, PermissionError, RedisCommandError, RedisUnavailableError, RelockError, WrongTypeError } from '../errors.js';
 import { wrongTypeError, type ObjectKind } from '../kinds.js';
 import { monotonic } from '../time.js';
 import { outsideContexts } from '../context.js';
 import type { Connection } from './connection.js';
 import { classify, ResponseTimeoutError } from './failures.js';
+import { refusal } from './functions.js';
 
 /**
  * Retry policy for transient Redis errors, applied with p-retry: exponential backoff from `minTimeout`
@@ -255,8 +256,11 @@ export class Executor {
         return new CrossSlotError(`Redis refused ${operation}`, { cause: error });
       case 'wrongtype':
         return options.expects ? wrongTypeError(this.connection, error, options.expects.key, options.expects.kind) : new WrongTypeError('?', 'unknown', 'unknown', { cause: error });
-      default:
-        return this.closed ? new ClientClosedError({ cause: error }) : new RedisCommandError(operation, { cause: error });
+      default: {
+        if (this.closed) return new ClientClosedError({ cause: error });
+        const denied = refusal(error, operation, operation);
+        return denied instanceof PermissionError ? denied : new RedisCommandError(operation, { cause: error });
+      }
     }
   }
 }

@@ -43,3 +43,27 @@ export class ResponseTimeoutError extends Error {
     this.name = 'ResponseTimeoutError';
   }
 }
+
+/** What an ACL refusal names: a NOPERM reply, or (Redis 7.0) a script's error for a command it ran. */
+const DENIED = [
+  { pattern: /^NOPERM .*permissions to run the '([^']+)' command/, permission: 'command' },
+  { pattern: /^NOPERM .*\bkey/, permission: 'key' },
+  { pattern: /^NOPERM .*\bchannel/, permission: 'channel' },
+  { pattern: /^ERR The user executing the script can't run this command/, permission: 'command' },
+  { pattern: /^ERR The user executing the script can't access .*\bkeys?\b/, permission: 'key' },
+  { pattern: /^ERR The user executing the script can't publish to the channel/, permission: 'channel' },
+] as const;
+
+/**
+ * The refused command and missing permission class when `failure` is an ACL refusal, else undefined.
+ * `sent` is the command that was sent (named when the reply does not name the refused one).
+ */
+export function deniedBy(failure: unknown, sent: string): { command: string; permission: 'command' | 'key' | 'channel' } | undefined {
+  const message = (failure as Error | null)?.message;
+  if (typeof message !== 'string') return undefined;
+  for (const { pattern, permission } of DENIED) {
+    const match = pattern.exec(message);
+    if (match) return { command: (match[1] ?? sent).toLowerCase(), permission };
+  }
+  return undefined;
+}

@@ -12,11 +12,11 @@ import { VARIANTS, type LockVariant } from './variants.js';
 /** A name of one test's own, with a hash tag: every key and channel of it is in one slot. */
 const newName = (): string => `contract:{${uniqueName()}}`;
 
-/** Script calls (EVALSHA and EVAL) served so far by the node of `key`'s slot. */
+/** Script calls (EVALSHA, EVAL, FCALL, FCALL_RO) served so far by the node of `key`'s slot. */
 async function scriptCalls(topology: Topology, key: string): Promise<number> {
   const info = String(await topology.command(key, ['INFO', 'commandstats']));
   const calls = (command: string): number => Number(new RegExp(`^cmdstat_${command}:calls=(\\d+)`, 'm').exec(info)?.[1] ?? 0);
-  return calls('evalsha') + calls('eval');
+  return calls('evalsha') + calls('eval') + calls('fcall') + calls('fcall_ro');
 }
 
 /** The keys of `name` left in Redis, but a fencing counter (kept on purpose). */

@@ -7,11 +7,12 @@
  */
 import { afterAll, afterEach, beforeAll, expect } from '@jest/globals';
 import { createCluster } from 'redis';
-import { createLockClient, type LockClient, type LockClientOptions } from '../../src/index.js';
+import { createLockClient, type LockClient, type LockClientOptions, type ScriptingMode } from '../../src/index.js';
 import { keySlot } from '../../src/keys.js';
 import { startCluster, type RedisClusterHandle } from '../support/cluster.js';
 import { useRedis } from '../support/harness.js';
-import { connect, lockClient, numsub } from '../support/helpers.js';
+import { aclRule } from '../support/acl.js';
+import { connect, lockClient, numsub, type Redis } from '../support/helpers.js';
 import { startProxy, type TcpProxy } from '../support/tcp-proxy.js';
 
 export interface RedisLike {
@@ -57,7 +58,7 @@ export interface Topology {
 const scriptCallOn =
   (key: string) =>
   (request: Buffer): boolean =>
-    request.includes(key) && request.includes('EVAL');
+    request.includes(key) && (request.includes('EVAL') || request.includes('FCALL'));
 
 /** Things to close after the current test, last opened first. */
 function useDisposer(): (close: () => Promise<unknown>) => void {
@@ -68,13 +69,35 @@ function useDisposer(): (close: () => Promise<unknown>) => void {
   return (close) => open.push(close);
 }
 
+/** How the lock clients of a standalone topology run: scripting mode, and a Redis user of their own. */
+export interface StandaloneOptions {
+  /** The `scripting` option of every lock client (default: relock's). */
+  scripting?: ScriptingMode;
+  /**
+   * Lock clients connect as a Redis user created with exactly the least-privilege rule of this mode
+   * (test/support/acl.ts, docs/security.md) for `keyPrefix`, which they use as their key prefix.
+   */
+  acl?: { mode: 'eval' | 'functions'; keyPrefix: string };
+}
+
 /** The topology of a test file with a redis-server of its own (registers the file's hooks). */
-export function useStandaloneTopology(): () => Topology {
+export function useStandaloneTopology(options: StandaloneOptions = {}): () => Topology {
   const env = useRedis();
   const dispose = useDisposer();
+  const { scripting, acl } = options;
+  const user = acl && { username: `relock-${acl.mode}`, password: 'least-privilege' };
+  let userRedis: Redis | undefined;
+  if (acl && user) {
+    beforeAll(async () => {
+      await env.redis.sendCommand(['ACL', 'SETUSER', user.username, ...aclRule(acl.mode, acl.keyPrefix, user.password)]);
+      userRedis = await connect(env.server.url, user);
+    });
+    afterAll(async () => userRedis?.close());
+  }
+  const defaults = { ...(scripting && { scripting }), ...(acl && { keyPrefix: acl.keyPrefix }) };
   return () => ({
     name: 'standalone',
-    client: (options) => lockClient(env.redis, options),
+    client: (clientOptions) => lockClient(userRedis ?? env.redis, { ...defaults, ...clientOptions }),
     redis: env.redis,
     subscribers: (channel) => numsub(env.redis, channel),
     command: (_key, args) => env.redis.sendCommand(args),
@@ -86,9 +109,9 @@ export function useStandaloneTopology(): () => Topology {
     async lossyClient(options) {
       const proxy = await startProxy(env.server.host, env.server.port);
       dispose(() => proxy.close());
-      const redis = await connect(`redis://127.0.0.1:${proxy.port}`);
+      const redis = await connect(`redis://127.0.0.1:${proxy.port}`, user);
       dispose(() => redis.close());
-      return { client: lockClient(redis, options), loseReplyTo: (key) => proxy.loseReply({ match: scriptCallOn(key) }) };
+      return { client: lockClient(redis, { ...defaults, ...options }), loseReplyTo: (key) => proxy.loseReply({ match: scriptCallOn(key) }) };
     },
   });
 }

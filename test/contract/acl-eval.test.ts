@@ -1,0 +1,11 @@
+/**
+ * The lock contract and the one-kind-per-name matrix in `scripting: 'eval'` mode (EVALSHA), as a Redis user with
+ * exactly the least-privilege rule of docs/security.md for that mode (key prefix `app:`).
+ */
+import { useStandaloneTopology } from '../shared/topology.js';
+import { kindMatrixTests } from './kinds.js';
+import { lockContractTests } from './lock-contract.js';
+
+const topology = useStandaloneTopology({ scripting: 'eval', acl: { mode: 'eval', keyPrefix: 'app:' } });
+lockContractTests(topology);
+kindMatrixTests(topology);
