@@ -562,11 +562,14 @@ export class RLock {
     const released = kind ? core.watchdog.release(this.key, owner) : undefined;
     core.checkOpen();
     const latch = core.latches.next(this.latchPrefix);
-    let reply: unknown;
+    const guard = this.unlockGuard(ctx);
+    let attempts = 0;
+    let reply: unknown = null;
     try {
-      reply = await core.executor.run('lock.unlock', (attempt) => this.runUnlock(owner, latch, attempt), { idempotent: true, expects: this.expects });
+      reply = await core.executor.run('lock.unlock', (attempt) => this.runUnlock(owner, latch, (attempts = attempt), guard), { idempotent: true, expects: this.expects });
     } finally {
-      core.latches.release(latch);
+      // A guarded unlock wrote its latch only if it answered nil or was retried (see `unlockSource`).
+      if (guard === '' || attempts > 1 || reply === null) core.latches.release(latch);
     }
     if (reply === null) {
       recordReleased(ctx, this.holdKey, kind, true);
@@ -582,12 +585,23 @@ export class RLock {
   }
 
   /**
-   * Runs the unlock script once (`attempt` > 1: a retry, which replays the latch): nil when `owner` does not
-   * hold the lock, 0 when holds remain, 1 when released. Fair and read-write locks override it.
+   * The guard of an unlock by `ctx` (see `unlockSource`): the owner's hold count as this client knows it,
+   * or '' (latch every answer) when a grant whose reply was lost may be in Redis. The read-write lock,
+   * whose unlock latches every answer, returns ''.
    */
-  protected runUnlock(owner: string, latch: string, attempt: number): Promise<unknown> {
+  protected unlockGuard(ctx: LockContext): string {
+    return this.unsettled(ctx) ? '' : String(ctx.holds.get(this.holdKey)?.count ?? 0);
+  }
+
+  /**
+   * Runs the unlock script once (`attempt` > 1: a retry, which replays the first attempt's answer; `guard`:
+   * the owner's hold count before the call, or '' to latch every answer, see `unlockSource`): nil when
+   * `owner` does not hold the lock, 0 when holds remain, 1 when released. Fair and read-write locks
+   * override it.
+   */
+  protected runUnlock(owner: string, latch: string, attempt: number, guard: string): Promise<unknown> {
     const { connection, latches } = this.core;
-    return UNLOCK.run(connection, [this.key, latch], [owner, this.releaseChannel(), connection.publishCommand, latches.ttlArg, attempt > 1 ? '1' : '0']);
+    return UNLOCK.run(connection, [this.key, latch], [owner, this.releaseChannel(), connection.publishCommand, latches.ttlArg, attempt > 1 ? '1' : '0', guard]);
   }
 
   /** The channel a release that frees the lock publishes on; the spin lock returns '' (publish nothing). */
@@ -637,7 +651,7 @@ export class RLock {
     try {
       for (let delay = UNDO_RETRY_MS; ; delay = Math.min(2 * delay, UNDO_RETRY_CAP_MS)) {
         try {
-          await core.executor.run('lock.unlock', () => this.runUnlock(owner, latch, ++attempts), { idempotent: true });
+          await core.executor.run('lock.unlock', () => this.runUnlock(owner, latch, ++attempts, ''), { idempotent: true });
           return;
         } catch (error) {
           if (error instanceof ClientClosedError) return;

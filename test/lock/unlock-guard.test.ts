@@ -1,0 +1,79 @@
+/**
+ * The unlock guard (issue 12): an unlock writes no key but the lock's own on the happy path, and a
+ * retried unlock still replays the first attempt's answer (the hold-count guard, or the latch of a nil
+ * answer). Runs for every hash lock whose unlock takes the guard (not the read-write lock, which latches
+ * every answer).
+ */
+import { describe, expect, it } from '@jest/globals';
+import { IllegalMonitorStateError, type LockClient, type RLock } from '../../src/index.js';
+import { useStandaloneTopology } from '../shared/topology.js';
+import { commandCalls, uniqueName, waitUntil } from '../support/helpers.js';
+import { VARIANTS } from '../contract/variants.js';
+
+const topology = useStandaloneTopology();
+
+for (const v of VARIANTS.filter((variant) => variant.kind !== 'read-write-lock')) {
+  describe(`${v.name} unlock guard`, () => {
+    const newLock = (c: LockClient): RLock => v.of(c, `guard:{${uniqueName()}}`);
+
+    it('an unlock sends one request and writes no key besides the lock (no latch SET, no UNLINK)', async () => {
+      const { client, redis } = topology();
+      const c = client();
+      const lock = newLock(c);
+      await lock.lock();
+      const before = { set: await commandCalls(redis, 'set'), unlink: await commandCalls(redis, 'unlink'), evalsha: await commandCalls(redis, 'evalsha') };
+      await lock.unlock();
+      await c.shutdown(); // sends the pending latch deletions, if any
+      expect(await commandCalls(redis, 'set')).toBe(before.set);
+      expect(await commandCalls(redis, 'unlink')).toBe(before.unlink);
+      expect(await commandCalls(redis, 'evalsha')).toBe(before.evalsha + 1);
+      expect(await redis.exists(lock.key)).toBe(0);
+    });
+
+    it('a retried unlock of the last hold after a lost reply succeeds once and leaves no key', async () => {
+      const { client: c, loseReplyTo } = await topology().lossyClient();
+      const { redis } = topology();
+      const lock = newLock(c);
+      await c.runInContext(async () => {
+        await lock.lock();
+        let lost = false;
+        void loseReplyTo(lock.key).then(() => (lost = true));
+        await lock.unlock();
+        expect(lost).toBe(true);
+        expect(await lock.getHoldCount()).toBe(0);
+      });
+      expect(await redis.exists(lock.key)).toBe(0);
+      const tag = lock.key.slice(lock.key.indexOf('{'));
+      await waitUntil(async () => (await redis.keys(`*${tag}*`)).every((k) => k.includes('relock:fence:')), 2000, 20, 'no latch left');
+    });
+
+    it('a retried unlock whose first attempt found no hold (lease over) still throws IllegalMonitorStateError', async () => {
+      const { client: c, loseReplyTo } = await topology().lossyClient();
+      const { redis } = topology();
+      const lock = newLock(c);
+      await c.runInContext(async () => {
+        expect(await lock.tryLock(0, 100, 'ms')).toBe(true);
+        await waitUntil(async () => (await redis.exists(lock.key)) === 0, 2000, 10, 'the lease to end');
+        let lost = false;
+        void loseReplyTo(lock.key).then(() => (lost = true));
+        await expect(lock.unlock()).rejects.toBeInstanceOf(IllegalMonitorStateError);
+        expect(lost).toBe(true);
+      });
+      const tag = lock.key.slice(lock.key.indexOf('{'));
+      await waitUntil(async () => (await redis.keys(`*${tag}*`)).every((k) => k.includes('relock:fence:')), 2000, 20, 'the nil latch deleted');
+    });
+
+    it('an unlock by an owner that holds nothing throws, and the latch of its nil answer is deleted', async () => {
+      const { client, redis } = topology();
+      const holder = newLock(client());
+      await holder.lock();
+      const other = v.of(client(), holder.name);
+      await expect(other.unlock()).rejects.toBeInstanceOf(IllegalMonitorStateError);
+      const tag = holder.key.slice(holder.key.indexOf('{'));
+      // Deleted in the next latch batch (50 ms), far sooner than its TTL.
+      await waitUntil(async () => (await redis.keys(`*${tag}*`)).every((k) => k === holder.key || k.includes('relock:fence:')), 1000, 10, 'the nil latch deleted');
+      expect(await redis.exists(holder.key)).toBe(1);
+      await holder.unlock();
+    });
+  });
+}
