@@ -150,6 +150,7 @@ export class RLock {
   private readonly latchPrefix: string;
   /** The renewal of this lock's last watchdog acquisition, for `reserveRenewal` to reuse. */
   private spareRenewal: Renewal | undefined;
+  private expected: { key: string; kind: ObjectKind } | undefined;
 
   static {
     memberSteps = {
@@ -683,9 +684,9 @@ export class RLock {
     });
   }
 
-  /** What a WRONGTYPE reply on this lock's key is reported as. */
+  /** What a WRONGTYPE reply on this lock's key is reported as (made once: it is passed with every call). */
   protected get expects(): { key: string; kind: ObjectKind } {
-    return { key: this.key, kind: this.kind };
+    return (this.expected ??= { key: this.key, kind: this.kind });
   }
 
   private read(args: string[]): Promise<unknown> {
