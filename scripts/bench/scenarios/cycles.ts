@@ -33,7 +33,7 @@ export async function runCycles(ctx: BenchContext, label: string, tasks: number)
 }
 
 /** Adds `xFloor` and `xBestPeer` (cycles/s over the floor's, over the best peer's, default or tuned) to each row. */
-function withRatios(rows: Row[]): Row[] {
+export function withRatios(rows: Row[]): Row[] {
   const rate = (impl: Impl): number | undefined => rows.find((r) => r.impl === impl)?.figures.cyclesPerSec;
   const floor = rate('floor');
   const peers = PEERS.map(rate).filter((v): v is number => v !== undefined);
