@@ -1,7 +1,7 @@
 /**
  * `npm run bench:profile -- [--tasks 64] [--seconds 5] [--impl relock|floor]`: one library's uncontended
  * acquire + release loop (`tasks` tasks, each on its own key) for a CPU profile, on a redis-server of its
- * own. Run it under `node --cpu-prof --import tsx` (the npm script does) and read the profile with
+ * own. Run it under `node --cpu-prof --import tsx` (the npm script does, writing into profiles/) and read it with
  * `tsx scripts/bench/profile-summary.ts FILE.cpuprofile`: self time by function and by file.
  */
 import { parseArgs } from 'node:util';
