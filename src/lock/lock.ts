@@ -115,7 +115,7 @@ const WAKE_ONE = (): number => 1;
  * A reentrant distributed lock with Redisson's `RLock` semantics.
  *
  * Redis keys: a hash at `keyPrefix + name` (field = owner id `clientId:contextId`, value = hold count;
- * field `kind` = `lock`: a name serves one kind of object at a time, see `ObjectKind`), transient unlock latches `relock:unlock:{name}:<requestId>`; channel `relock:channel:{name}` (an
+ * field `kind` = `lock`: a name serves one kind of object at a time, see `ObjectKind`), transient unlock latches `relock:unlock:{name}:<requestId>` (written only by an unlock answered "not held" or one whose owner has a lost grant pending, see `unlockSource`); channel `relock:channel:{name}` (an
  * unlock publishes `0` there; on Redis Cluster with sharded pub/sub). All share the name's hash tag.
  *
  * Ownership inside a context (`runInContext`, `withLock`, a per-request context from middleware), as
@@ -240,7 +240,8 @@ export class RLock {
   /**
    * Releases one hold of the caller (Redisson's `RLock.unlock()`): the hold count drops by one, and at
    * zero the lock is deleted and waiters are woken. The watchdog stops renewing at once, before Redis
-   * answers. A retry after a lost reply replays the first answer (unlock latch). Inside a context it
+   * answers. A retry after a lost reply replays the first answer (a guard on the hold count this client
+   * knows; see `unlockSource`): one request, and no key but the lock's written, when nothing fails. Inside a context it
    * releases the context's hold; outside any context, this object's current contextless holder's (see the
    * class description). Throws `IllegalMonitorStateError` when the caller does not hold the lock
    * (including after its lease expired: a new holder's lock is left alone; a hold renewed by the watchdog
