@@ -570,9 +570,10 @@ export class RLock {
     try {
       reply = await core.executor.run('lock.unlock', (attempt) => this.runUnlock(owner, latch, (attempts = attempt), guard), { idempotent: true, expects: this.expects });
     } finally {
-      // A guarded unlock wrote its latch only if it answered nil or was retried (see `unlockSource`).
-      if (guard === '' || attempts > 1 || reply === null) core.latches.release(latch);
+      // A guarded unlock wrote its latch only if it answered nil or 2/3, or was retried (see `unlockSource`).
+      if (guard === '' || attempts > 1 || reply === null || Number(reply) >= 2) core.latches.release(latch);
     }
+    if (reply !== null && Number(reply) >= 2) reply = Number(reply) - 2;
     if (reply === null) {
       recordReleased(ctx, this.holdKey, kind, true);
       if (ctx.detached) this.forget(ctx);

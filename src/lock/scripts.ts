@@ -94,14 +94,18 @@ end
  * before the call as the client knows it, or '' when it may not know it (a grant whose reply was lost may
  * be in Redis, or a background release of such a grant).
  * Returns nil when the owner does not hold the lock, 0 when one hold was released and others remain (TTL
- * unchanged), 1 when the lock was deleted.
+ * unchanged), 1 when the lock was deleted; 2 or 3 for 0 or 1 when a guarded call stored its answer in the
+ * latch after all (see below: the caller deletes the latch then).
  * A retry must replay the first attempt's answer when that attempt went through and its reply was lost:
  * - With a guard, nothing is written on the happy path (issue 12): a retry that finds the owner's count
  *   one below the guard answers what the first attempt did (0, or 1 at zero) without releasing again
- *   (only the owner's own unlocks lower its count; an expiry removes the whole hash); only a nil answer
- *   is stored in the latch, so that a retry tells "the first attempt found no hold" from "it released the
- *   last one". (A first attempt that never reached Redis, followed by the hold's expiry before the retry,
- *   reads as the latter: the owner holds nothing either way.)
+ *   (only the owner's own unlocks lower its count; an expiry removes the whole hash). A nil answer is
+ *   stored in the latch, so that a retry tells "the first attempt found no hold" from "it released the
+ *   last one"; so is an answer given while the owner's count differed from the guard (the client's count
+ *   is stale, as after a lease ran out inside a reentrant context), replied as 2 or 3. Not exact: a first
+ *   attempt that never reached Redis, when the hold then ended before the retry (read as released: the
+ *   owner holds nothing either way), or when the stale count is one above Redis's (the retry answers
+ *   without releasing; the hold then ends with its lease).
  * - Without a guard every answer but nil is stored in the latch (Redisson's `unlock_latch`) and a retry
  *   replays it.
  */
@@ -126,7 +130,9 @@ else
   ${parts.released}
   result = 1
 end
-if guard == nil then redis.call('set', KEYS[2], result, 'px', ARGV[4]) end
+if guard ~= nil and count == guard then return result end
+redis.call('set', KEYS[2], result, 'px', ARGV[4])
+if guard ~= nil then return result + 2 end
 return result`;
 }
 

@@ -83,5 +83,38 @@ for (const v of VARIANTS.filter((variant) => variant.kind !== 'read-write-lock')
       expect(await redis.exists(holder.key)).toBe(1);
       await holder.unlock();
     });
+
+    it("a retried unlock replays its answer when the client's hold count was stale (a reentrant lease ran out)", async () => {
+      const { client: c, loseReplyTo } = await topology().lossyClient();
+      const { redis } = topology();
+      const lock = newLock(c);
+      await c.runInContext(async () => {
+        expect(await lock.tryLock(0, 100, 'ms')).toBe(true);
+        await waitUntil(async () => (await redis.exists(lock.key)) === 0, 2000, 10, 'the lease to end');
+        // The client still counts the expired hold: it knows 2 holds, Redis has 1.
+        expect(await lock.tryLock(0, 10_000, 'ms')).toBe(true);
+        let lost = false;
+        void loseReplyTo(lock.key).then(() => (lost = true));
+        await lock.unlock();
+        expect(lost).toBe(true);
+      });
+      expect(await redis.exists(lock.key)).toBe(0);
+      await waitUntil(async () => (await left(lock.key)).length === 0, 2000, 20, 'the latch deleted');
+    });
+
+    it('an unlock answered while the hold count was stale deletes the latch it stored', async () => {
+      const { client, redis } = topology();
+      const c = client();
+      const lock = newLock(c);
+      await c.runInContext(async () => {
+        expect(await lock.tryLock(0, 100, 'ms')).toBe(true);
+        await waitUntil(async () => (await redis.exists(lock.key)) === 0, 2000, 10, 'the lease to end');
+        expect(await lock.tryLock(0, 10_000, 'ms')).toBe(true);
+        await lock.unlock();
+      });
+      expect(await redis.exists(lock.key)).toBe(0);
+      // Deleted in the next latch batch (50 ms), far sooner than its TTL.
+      await waitUntil(async () => (await left(lock.key)).length === 0, 1000, 10, 'the latch deleted');
+    });
   });
 }
