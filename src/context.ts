@@ -18,6 +18,8 @@ export interface LockContext {
   readonly holds: Map<string, Hold>;
   /** True for the owner of one acquisition made outside any context (never entered, never reused by another call). */
   readonly detached: boolean;
+  /** A caller-given owner id (`acquire({ identifier })`), used verbatim instead of `clientId:contextId`. */
+  readonly owner?: string;
   /**
    * Locks (by hold key) for which an acquisition attempt of this owner failed ambiguously (its reply was
    * lost: Redis may have granted it) and no later answer settled it. The owner's next acquisition of the
@@ -68,9 +70,9 @@ export function newId(): string {
   return (sequence++).toString(36);
 }
 
-/** A context that is not entered: the owner of one acquisition made outside any context. */
-export function detachedContext(): LockContext {
-  return { id: newId(), parent: undefined, holds: new Map(), detached: true };
+/** A context that is not entered: the owner of one acquisition made outside any context (`owner`: a caller-given owner id). */
+export function detachedContext(owner?: string): LockContext {
+  return owner === undefined ? { id: newId(), parent: undefined, holds: new Map(), detached: true } : { id: newId(), parent: undefined, holds: new Map(), detached: true, owner };
 }
 
 /** The innermost context of the caller, if any. */

@@ -180,6 +180,25 @@ export class CrossSlotError extends RelockError {
 }
 
 /**
+ * Lock events (`RLock.addListener`) need Redis keyspace notifications, which this deployment does not
+ * give: `reason` `'disabled'` when `notify-keyspace-events` lacks the flags the event needs (`K` and `x`
+ * for `expired`, `K` and `g` for `deleted`; enable them with `CONFIG SET notify-keyspace-events Kgx`),
+ * `'config-refused'` when `CONFIG GET` is not allowed (managed Redis, ACL: enable them in the provider's
+ * settings), `'cluster'` on Redis Cluster (keyspace notifications are not sent across nodes). Without
+ * them, a holder learns of a lost lock from its handle's `signal` and the `lockLost` event.
+ */
+export class KeyspaceEventsUnavailableError extends RelockError {
+  constructor(
+    /** Why the events cannot be observed. */
+    readonly reason: 'disabled' | 'config-refused' | 'cluster',
+    detail: string,
+    options?: { cause?: unknown },
+  ) {
+    super('KEYSPACE_EVENTS_UNAVAILABLE', `lock events need Redis keyspace notifications: ${detail}`, options);
+  }
+}
+
+/**
  * `syncReplicas` is on and no replica acknowledged a write within the timeout (Redisson's
  * `NoSyncedSlavesException`): the acquisition was undone, so a failover right now could not hand the same
  * lock to someone else. Retried per the retry policy before it reaches the caller.

@@ -33,6 +33,7 @@ export {
   CrossSlotError,
   IllegalMonitorStateError,
   InvalidArgumentError,
+  KeyspaceEventsUnavailableError,
   LockAcquireTimeoutError,
   LockLostError,
   NoSyncedReplicasError,
@@ -46,6 +47,7 @@ export {
 } from './errors.js';
 export { FencedLock } from './fenced-lock/fenced-lock.js';
 export type { ObjectKind } from './kinds.js';
+export type { LockEvent } from './lock/events.js';
 export { LockHandle } from './lock/handle.js';
 export { RLock, type AcquireOptions } from './lock/lock.js';
 export type { GroupLock } from './multi-lock/group-lock.js';

@@ -89,9 +89,18 @@ function checkTimePair(options: TimeOptions, what: 'wait' | 'lease'): void {
   }
 }
 
-/** The wait time of checked options (`checkOptions`) in ms: `waitMs`, or `waitTime` in `unit`; see `waitMillis`. */
+/**
+ * The wait time of checked options (`checkOptions`) in ms: `waitMs`, or `waitTime` in `unit`. Omitted or
+ * `Infinity`: wait until free (the only "no limit" of relock's options); `0`: one attempt. A negative
+ * wait throws `InvalidArgumentError`: in Redisson's positional `tryLock(-1, …)` it means one attempt, so
+ * an options object refuses it rather than guess (see `waitMillis`).
+ */
 export function optionWait(options: TimeOptions): number {
-  return options.waitTime !== undefined ? waitMillis(options.waitTime, options.unit, 'waitTime') : waitMillis(options.waitMs, 'milliseconds', 'waitMs');
+  const [value, unit, argument] = options.waitTime !== undefined ? [options.waitTime, options.unit, 'waitTime'] : [options.waitMs, 'milliseconds' as const, 'waitMs'];
+  if (value === undefined || value === Infinity) return Infinity;
+  const ms = checkNumber(value, argument) * unitFactor(unit);
+  if (ms < 0) throw new InvalidArgumentError(argument, `must be >= 0 (0: one attempt), or omitted / Infinity to wait until free; got ${value}`);
+  return ms;
 }
 
 /** The lease of checked options (`checkOptions`) in ms, or `undefined` for the watchdog: `leaseMs`, or `leaseTime` in `unit`; see `leaseMillis`. */
@@ -100,14 +109,14 @@ export function optionLease(options: TimeOptions): number | undefined {
 }
 
 /**
- * A wait time in milliseconds: `0` for a single attempt, `Infinity` for no limit (also given as `-1`, as
- * Redisson's `tryLock(-1, …)`). Negative values other than -1 and NaN throw `InvalidArgumentError`.
+ * A positional wait time (`tryLock(waitTime, …)`, `tryAcquire(…, waitTime, unit)`, `await(waitTime, unit)`)
+ * in milliseconds, as Redisson's: a wait <= 0 (including -1) makes exactly one attempt, and resolves to 0;
+ * `Infinity` waits until free. NaN and non-numbers throw `InvalidArgumentError`. To wait until free use
+ * `lock()` or an options object without a wait time (`optionWait`).
  */
 export function waitMillis(value: number | undefined, unit: TimeUnit | undefined, argument = 'waitTime'): number {
-  if (value === undefined || value === -1 || value === Infinity) return Infinity;
   const ms = checkNumber(value, argument) * unitFactor(unit);
-  if (ms < 0) throw new InvalidArgumentError(argument, `must be >= 0 (or -1 for no limit); got ${value}`);
-  return ms;
+  return ms > 0 ? ms : 0;
 }
 
 function checkNumber(value: unknown, argument: string): number {

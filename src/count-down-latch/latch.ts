@@ -3,7 +3,7 @@ import type { Core } from '../core.js';
 import { InvalidArgumentError } from '../errors.js';
 import { RECONNECTED, type WakeRule } from '../pubsub/channels.js';
 import { waitFor, type Attempt } from '../pubsub/wait.js';
-import { checkOptions, optionWait, type TimeUnit } from '../time.js';
+import { checkOptions, optionWait, waitMillis, type TimeUnit } from '../time.js';
 import { COUNT_DOWN, READ_COUNT, TRY_SET_COUNT } from './scripts.js';
 
 /**
@@ -38,7 +38,7 @@ const WAKE_ALL_AT_ZERO: WakeRule = (message) => (message === '0' || message === 
 export class RCountDownLatch extends CountedObject {
   /** @internal Use `LockClient.getCountDownLatch(name)`. */
   constructor(core: Core, name: string) {
-    super(core, name, 'latch', 'count-down-latch');
+    super(core, name, 'latch', 'count-down-latch', '0');
   }
 
   /** Reads the count with a script that checks the key's kind (`HMGET` of `kind` and `count`). */
@@ -75,7 +75,7 @@ export class RCountDownLatch extends CountedObject {
 
   /**
    * Waits until the count reaches zero (Redisson's `await`): `await()` waits without limit;
-   * `await(waitTime, unit)` waits up to `waitTime` and resolves to true when the latch opened, false
+   * `await(waitTime, unit)` waits up to `waitTime` (<= 0: checks once, as in Redisson) and resolves to true when the latch opened, false
    * when the time ran out; `await(options)` adds an abort signal (then it rejects with
    * `signal.reason`). Woken by the zero message, with a timer of `lockWatchdogTimeout` as fallback.
    * Throws `InvalidArgumentError`, `WrongTypeError`, `RedisUnavailableError`, `ClientClosedError`.
@@ -86,7 +86,7 @@ export class RCountDownLatch extends CountedObject {
   async await(waitOrOptions?: number | LatchAwaitOptions, unit?: TimeUnit): Promise<boolean | void> {
     const options: LatchAwaitOptions = typeof waitOrOptions === 'object' ? checkOptions(waitOrOptions) : { waitTime: waitOrOptions, unit };
     if (typeof waitOrOptions === 'number' && unit === undefined) throw new InvalidArgumentError('unit', 'a time unit is required with a time, e.g. await(5, "seconds")');
-    const wait = optionWait(options);
+    const wait = typeof waitOrOptions === 'number' ? waitMillis(waitOrOptions, unit) : optionWait(options);
     options.signal?.throwIfAborted();
     this.core.checkOpen();
     const opened = await waitFor({

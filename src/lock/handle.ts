@@ -1,3 +1,6 @@
+import { InvalidArgumentError, LockLostError } from '../errors.js';
+import { leaseMillis, type TimeUnit } from '../time.js';
+
 /**
  * A held lock returned by `acquire()`: release it with `release()` or `await using`. The handle remembers
  * its owner, so it releases the right hold from any context.
@@ -17,12 +20,53 @@ export class LockHandle implements AsyncDisposable {
      * under the lock so that the work stops when the lock is no longer held.
      */
     readonly signal: AbortSignal,
-    /** The lease in milliseconds, or `undefined` when the watchdog renews the lock. */
-    readonly leaseTime: number | undefined,
+    private lease: number | undefined,
     /** The fencing token of this acquisition (fenced locks only). */
     readonly token: bigint | undefined,
     private readonly doRelease: () => Promise<void>,
+    /** Sets a new lease (ms) on the held lock; resolves false when Redis no longer has the hold. Absent: not supported. */
+    private readonly doExtend?: (leaseMs: number) => Promise<boolean>,
+    private readonly doStopRefresh?: () => void,
   ) {}
+
+  /**
+   * Stops the watchdog renewing this hold, without releasing it (redis-semaphore's `stopRefresh()`): the
+   * lock then expires within `lockWatchdogTimeout` unless another process took it over (`acquire({
+   * identifier, acquiredExternally: true })`) and renews it. The signal no longer reports a loss; `release()`
+   * still releases the hold if it is there. Nothing happens for a handle with a lease (nothing renews it)
+   * or when called again. Local only: no Redis call.
+   */
+  stopRefresh(): void {
+    this.doStopRefresh?.();
+  }
+
+  /** The lease in milliseconds (the latest `extend()`'s once extended), or `undefined` when the watchdog renews the lock. */
+  get leaseTime(): number | undefined {
+    return this.lease;
+  }
+
+  /**
+   * Gives the held lock a new lease of `leaseTime` `unit` from now (node-redlock's `lock.extend(duration)`,
+   * Redisson's `expire` on a held lock): the lock's TTL is set to it (`PEXPIRE`, if this owner still holds
+   * it: it may shorten the lease as well as lengthen it), and the handle's `signal` and `leaseTime` follow
+   * the new lease. Fractions of a millisecond are rounded up to a whole millisecond. Only for a handle
+   * with a lease of an `RLock`, fenced, spin or fair lock; the watchdog already renews a handle without one.
+   * Throws `LockLostError` (nothing sent when the handle's signal had already aborted or it was released;
+   * reason `'expired'` when Redis no longer had the hold), `InvalidArgumentError` (a time that is not
+   * positive, no unit, a watchdog handle, a read-write, multi-lock or RedLock handle), `RedisUnavailableError`,
+   * `ClientClosedError`.
+   */
+  async extend(leaseTime: number, unit: TimeUnit): Promise<void> {
+    if (this.doExtend === undefined || this.leaseTime === undefined) {
+      throw new InvalidArgumentError('extend', this.leaseTime === undefined ? 'the watchdog renews this lock; extend() applies to a handle acquired with a lease' : 'extend() is not supported on this kind of handle');
+    }
+    const ms = leaseTime === -1 || unit === undefined ? undefined : leaseMillis(leaseTime, unit, 'leaseTime');
+    if (ms === undefined) throw new InvalidArgumentError('leaseTime', 'extend(leaseTime, unit) needs a positive time and its unit, e.g. extend(5, "seconds")');
+    if (this.signal.aborted) throw new LockLostError(this.name, (this.signal.reason as LockLostError | undefined)?.reason ?? 'lease-ended', { cause: this.signal.reason });
+    if (this.released) throw new LockLostError(this.name, 'expired', { cause: new Error('the handle was released') });
+    if (!(await this.doExtend(ms))) throw new LockLostError(this.name, 'expired');
+    this.lease = ms;
+  }
 
   /**
    * Releases this hold (one unlock of its owner). Calling it again returns the first call's promise.

@@ -1,13 +1,14 @@
 import { pause } from '../backoff.js';
 import { allLanded, detachedContext, landed, owningContext, recordAcquired, recordReleased, releasedRenewed, takeOff, type LockContext, type Unsettled } from '../context.js';
 import type { Core } from '../core.js';
-import { ClientClosedError, IllegalMonitorStateError, InvalidArgumentError, LockAcquireTimeoutError, RedisUnavailableError } from '../errors.js';
+import { ClientClosedError, IllegalMonitorStateError, InvalidArgumentError, LockAcquireTimeoutError, LockLostError, RedisUnavailableError } from '../errors.js';
 import { auxName, mainKey } from '../keys.js';
 import type { ObjectKind } from '../kinds.js';
 import type { WakeRule } from '../pubsub/channels.js';
 import { waitFor, type Attempt } from '../pubsub/wait.js';
 import { checkOptions, leaseMillis, monotonic, optionLease, optionWait, waitMillis, type TimeUnit } from '../time.js';
 import type { Renewal, RenewalKind } from '../watchdog/watchdog.js';
+import { KeyEvents, type LockEvent } from './events.js';
 import { LockHandle } from './handle.js';
 import { ACQUIRE, FORCE_UNLOCK, RENEW, UNLOCK } from './scripts.js';
 
@@ -40,7 +41,10 @@ export let memberSteps: MemberSteps;
  * `{ leaseTime: 5, unit: 'seconds' }` are the same lease; `{ leaseTime: 5 }` alone is refused.
  */
 export interface AcquireOptions {
-  /** How long to wait for the lock, in milliseconds: 0 for one attempt; omitted, Infinity or -1 to wait until it is free. */
+  /**
+   * How long to wait for the lock, in milliseconds: 0 for one attempt; omitted or `Infinity` to wait until
+   * it is free. Negative values throw `InvalidArgumentError` (`tryLock(-1, …)`, Redisson's form, makes one attempt).
+   */
   waitMs?: number;
   /**
    * Lease in milliseconds: the lock expires this long after the acquisition (counted from when the
@@ -55,7 +59,25 @@ export interface AcquireOptions {
   unit?: TimeUnit;
   /** Aborts the wait; the promise then rejects with `signal.reason`. */
   signal?: AbortSignal;
+  /**
+   * The owner id written in Redis for this hold instead of `clientId:contextId` (redis-semaphore's
+   * `identifier`): a non-empty string of at most 200 characters, other than `kind` and `mode`. Pass it to
+   * another process so that it can take the hold over (`acquiredExternally`). Unique per hold: two
+   * acquisitions with one identifier are one owner (the second reenters). Not for read-write locks.
+   */
+  identifier?: string;
+  /**
+   * With `identifier` (redis-semaphore's `acquiredExternally`): the lock is already held under that
+   * identifier, by another process that hands it over. Nothing is acquired: the hold is checked in Redis
+   * and given this call's lease (or the watchdog's, then renewed by this client), and the handle releases
+   * it. Throws `LockLostError` (reason `'expired'`) when that identifier holds no lock. The process that
+   * acquired it should then call `handle.stopRefresh()`.
+   */
+  acquiredExternally?: boolean;
 }
+
+/** Field names of lock hashes that are not owners. */
+const RESERVED_FIELDS = new Set(['kind', 'mode']);
 
 /**
  * One acquisition call in progress, and its guard against lost replies: `before` is the owner's hold
@@ -150,6 +172,8 @@ export class RLock {
   private readonly latchPrefix: string;
   /** The renewal of this lock's last watchdog acquisition, for `reserveRenewal` to reuse. */
   private spareRenewal: Renewal | undefined;
+  /** Listeners of the lock's key events (`addListener`), made on first use. */
+  private events: KeyEvents | undefined;
   private expected: { key: string; kind: ObjectKind } | undefined;
 
   static {
@@ -203,7 +227,8 @@ export class RLock {
    * Tries to acquire the lock (Redisson's `RLock.tryLock`): `tryLock()` makes exactly one attempt;
    * `tryLock(waitTime, unit)` waits up to `waitTime` with the watchdog; `tryLock(waitTime, leaseTime,
    * unit)` waits up to `waitTime` and holds for `leaseTime` without the watchdog (`-1` = watchdog).
-   * A wait time of 0 makes exactly one attempt. Waiting is woken by the unlock message, with a timer on
+   * A wait time <= 0 (such as `-1`) makes exactly one attempt, as in Redisson; to wait until the lock is
+   * free use `lock()` or `acquire()` without a wait time (`Infinity` also waits without limit). Waiting is woken by the unlock message, with a timer on
    * the holder's TTL as fallback. Resolves to true when acquired, false when the lock stayed busy (outside
    * any context, also when this object already holds it: see the class description).
    * Throws `InvalidArgumentError`, `WrongTypeError`, `RedisUnavailableError` (Redis unreachable for
@@ -231,8 +256,10 @@ export class RLock {
     checkOptions(options);
     const wait = optionWait(options);
     const lease = optionLease(options);
+    const owner = this.checkIdentifier(options);
     options.signal?.throwIfAborted();
-    const taken = await this.acquireForCaller(wait, lease, options.signal);
+    if (options.acquiredExternally) return this.takeOver(detachedContext(owner), lease);
+    const taken = await this.acquireForCaller(wait, lease, options.signal, owner === undefined ? undefined : detachedContext(owner));
     if (!taken) throw new LockAcquireTimeoutError(this.name, wait);
     return this.handle(taken.ctx, taken.grant, lease);
   }
@@ -279,6 +306,29 @@ export class RLock {
   /** Runs the force-unlock script once: 1 when a lock was deleted, else 0. The fair lock overrides it. */
   protected runForceUnlock(): Promise<unknown> {
     return FORCE_UNLOCK.run(this.core.connection, [this.key], [this.releaseChannel(), this.core.connection.publishCommand, this.kind]);
+  }
+
+  /**
+   * Calls `listener(name)` when the lock's key expires (`'expired'`: the last holder's lease ran out, or a
+   * crashed holder's watchdog lease) or is deleted (`'deleted'`: the last unlock, `forceUnlock`), in any
+   * process (Redisson's `addListener` with an `ExpiredObjectListener` / `DeletedObjectListener`). Observed
+   * through Redis keyspace notifications (channel `__keyspace@<db>__:<key>`, messages `expired` / `del`),
+   * which must be enabled: `notify-keyspace-events` with `K` and `x` (expired) or `g` (deleted), e.g.
+   * `CONFIG SET notify-keyspace-events Kgx`. Checked here (`CONFIG GET`, `CLIENT INFO`), then subscribed;
+   * resolves to an id for `removeListener`. Delivery is at most once (pub/sub: a message sent while this
+   * client reconnects is lost). Throws `KeyspaceEventsUnavailableError` (notifications disabled, `CONFIG`
+   * refused, Redis Cluster), `InvalidArgumentError` (unknown event, a listener that is not a function),
+   * `RedisUnavailableError`, `ClientClosedError`. Without notifications, holders learn of a lost lock
+   * from their handle's `signal` and the client's `lockLost` event.
+   */
+  addListener(event: LockEvent, listener: (name: string) => void): Promise<number> {
+    this.events ??= new KeyEvents(this.core, this.key, this.name);
+    return this.events.add(event, listener);
+  }
+
+  /** Removes a listener added by `addListener` (unsubscribes its channel when it was the last); an unknown id does nothing. */
+  async removeListener(id: number): Promise<void> {
+    await this.events?.remove(id);
   }
 
   /** Whether anyone holds the lock (`EXISTS` on its key). Throws `RedisUnavailableError`, `ClientClosedError`. */
@@ -333,8 +383,8 @@ export class RLock {
    * Acquires for the caller (`acquiringContext`): resolves to the owner and the grant, or undefined when
    * the wait ran out. An owner made for this call alone is abandoned when it got nothing.
    */
-  protected async acquireForCaller(waitMs: number, leaseMs: number | undefined, signal: AbortSignal | undefined): Promise<{ ctx: LockContext; grant: Grant } | undefined> {
-    const ctx = this.acquiringContext();
+  protected async acquireForCaller(waitMs: number, leaseMs: number | undefined, signal: AbortSignal | undefined, owner?: LockContext): Promise<{ ctx: LockContext; grant: Grant } | undefined> {
+    const ctx = owner ?? this.acquiringContext();
     let grant: Grant | undefined;
     try {
       grant = await this.acquireAs(ctx, waitMs, leaseMs, signal);
@@ -358,7 +408,43 @@ export class RLock {
   }
 
   protected ownerOf(ctx: LockContext): string {
-    return `${this.core.id}:${ctx.id}`;
+    return ctx.owner ?? `${this.core.id}:${ctx.id}`;
+  }
+
+  /** The `identifier` of acquire options, checked (see `AcquireOptions`); undefined when none is given. */
+  private checkIdentifier(options: AcquireOptions): string | undefined {
+    const { identifier, acquiredExternally } = options;
+    if (acquiredExternally !== undefined && typeof acquiredExternally !== 'boolean') throw new InvalidArgumentError('acquiredExternally', 'must be a boolean');
+    if (identifier === undefined) {
+      if (acquiredExternally) throw new InvalidArgumentError('acquiredExternally', 'needs the identifier the lock was acquired with: acquire({ identifier, acquiredExternally: true })');
+      return undefined;
+    }
+    if (typeof identifier !== 'string' || identifier === '' || identifier.length > 200 || RESERVED_FIELDS.has(identifier)) {
+      throw new InvalidArgumentError('identifier', 'must be a non-empty string of at most 200 characters, other than "kind" and "mode"');
+    }
+    if (this.kind === 'read-write-lock') throw new InvalidArgumentError('identifier', 'is not supported by read-write locks');
+    return identifier;
+  }
+
+  /**
+   * Takes over a hold that `ctx`'s caller-given owner already has in Redis (`acquiredExternally`): sets its
+   * lease (the watchdog's when none is given, then renewed by this client) with the owner-checked renewal
+   * script, records one hold and returns its handle. Throws `LockLostError` when the owner holds nothing.
+   */
+  private async takeOver(ctx: LockContext, leaseMs: number | undefined): Promise<LockHandle> {
+    const owner = this.ownerOf(ctx);
+    const renewal = leaseMs === undefined ? this.reserveRenewal(owner) : undefined;
+    let sentAt: number | undefined;
+    try {
+      sentAt = await this.setLease(ctx, leaseMs ?? this.core.watchdog.leaseMs);
+    } finally {
+      if (renewal && sentAt === undefined) this.core.watchdog.abandon(renewal);
+    }
+    if (sentAt === undefined) throw new LockLostError(this.name, 'expired', { cause: new Error(`no hold of "${owner}" to take over`) });
+    if (renewal) this.core.watchdog.confirm(renewal, sentAt);
+    recordAcquired(ctx, this.holdKey, leaseMs === undefined, monotonic());
+    this.remember(ctx, leaseMs === undefined ? Infinity : sentAt + leaseMs);
+    return this.handle(ctx, { sentAt }, leaseMs);
   }
 
   /**
@@ -678,13 +764,39 @@ export class RLock {
     const controller = new AbortController();
     const { watchdog } = this.core;
     const renewal = leaseMs === undefined ? watchdog.attach(this.name, this.key, owner, controller) : undefined;
-    const unwatch = leaseMs === undefined ? undefined : watchdog.watchLease(this.name, this.key, [owner], controller, grant.sentAt, leaseMs);
-    return new LockHandle(this.name, owner, controller.signal, leaseMs, grant.token, async () => {
+    let unwatch = leaseMs === undefined ? undefined : watchdog.watchLease(this.name, this.key, [owner], controller, grant.sentAt, leaseMs);
+    const extend = async (ms: number): Promise<boolean> => {
+      const sentAt = await this.setLease(ctx, ms);
+      if (sentAt === undefined || controller.signal.aborted) return false;
       unwatch?.();
+      unwatch = watchdog.watchLease(this.name, this.key, [owner], controller, sentAt, ms);
+      return true;
+    };
+    let renewed = leaseMs === undefined;
+    const stopRefresh = (): void => {
+      if (!renewed) return;
+      renewed = false;
       renewal?.controllers.delete(controller);
-      await this.unlockAs(ctx, leaseMs === undefined, controller);
-    });
+      watchdog.release(this.key, owner);
+    };
+    return new LockHandle(
+      this.name,
+      owner,
+      controller.signal,
+      leaseMs,
+      grant.token,
+      async () => {
+        unwatch?.();
+        renewal?.controllers.delete(controller);
+        await this.unlockAs(ctx, renewed, controller);
+      },
+      this.extendable ? extend : undefined,
+      stopRefresh,
+    );
   }
+
+  /** Whether a handle's `extend()` may set a new lease with `setLease` (every lock whose holds are fields of its hash). */
+  protected readonly extendable: boolean = true;
 
   /** What a WRONGTYPE reply on this lock's key is reported as (made once: it is passed with every call). */
   protected get expects(): { key: string; kind: ObjectKind } {

@@ -67,7 +67,7 @@ export abstract class GroupLock {
   /**
    * Tries to acquire the group (Redisson's `tryLock`): `tryLock()` makes one round; `tryLock(waitTime,
    * unit)` retries for up to `waitTime` with the watchdog; `tryLock(waitTime, leaseTime, unit)` with a
-   * lease (`-1` = watchdog). Resolves to true when held, false (holding no member) when the wait ran out.
+   * lease (`-1` = watchdog). A wait time <= 0 (such as `-1`) makes one round, as Redisson's `tryLock(-1, …)`. Resolves to true when held, false (holding no member) when the wait ran out.
    * Throws as `lock()`.
    */
   tryLock(): Promise<boolean>;
@@ -110,6 +110,7 @@ export abstract class GroupLock {
         if (hold && this.holder === hold) this.holder = undefined;
         return this.finish(members);
       },
+      lost: (survivors) => this.lost(survivors),
     });
   }
 
@@ -169,4 +170,10 @@ export abstract class GroupLock {
 
   /** Releases the member handles of a handle being released. */
   protected abstract finish(members: LockHandle[]): Promise<void>;
+
+  /**
+   * A handle's group was lost (fewer than `quorum` members held) while `survivors` are still held: the
+   * multi-lock leaves them to the caller's `release()` (nothing to do); RedLock releases them.
+   */
+  protected lost(_survivors: LockHandle[]): void {}
 }

@@ -92,9 +92,10 @@ export interface Holding {
 /**
  * The handle of a group hold. It holds one member handle per held member (their signals abort when a
  * member is lost: watchdog loss, lease end); the group's signal aborts with a `LockLostError` once fewer
- * than `quorum` members remain, or at `validUntil` (monotonic ms) when given. `release()` hands the
- * member handles to `finish`, which releases them (the multi-lock waits for all and throws the first
- * error; RedLock waits a bounded time and ignores failures).
+ * than `quorum` members remain, or at `validUntil` (monotonic ms) when given. When it aborts because
+ * fewer than `quorum` remain, `lost` (if given) gets the member handles still held (RedLock releases
+ * them). `release()` hands the member handles to `finish`, which releases them (the multi-lock waits for
+ * all and throws the first error; RedLock waits a bounded time and ignores failures).
  */
 export function groupHandle(options: {
   name: string;
@@ -105,6 +106,7 @@ export function groupHandle(options: {
   quorum: number;
   validUntil?: number | undefined;
   finish: (members: LockHandle[]) => Promise<void>;
+  lost?: ((survivors: LockHandle[]) => void) | undefined;
 }): LockHandle {
   const { name, locks, ctxs, holding, leaseMs, quorum } = options;
   const controller = new AbortController();
@@ -115,6 +117,7 @@ export function groupHandle(options: {
     const reason = (event.target as AbortSignal).reason as LockLostError | undefined;
     if (members.length - lost < quorum && !controller.signal.aborted) {
       controller.abort(new LockLostError(name, reason?.reason ?? 'expired', { cause: reason }));
+      options.lost?.(members.filter((m) => !m.signal.aborted));
     }
   };
   for (const member of members) member.signal.addEventListener('abort', onMemberLost, { once: true });
@@ -125,9 +128,20 @@ export function groupHandle(options: {
   }
   const owner = members.map((m) => m.owner).join(',');
   const validity = options.validUntil === undefined ? leaseMs : Math.max(0, Math.round(options.validUntil - monotonic()));
-  return new LockHandle(name, owner, controller.signal, validity, undefined, async () => {
-    if (timer) clearTimeout(timer);
-    for (const member of members) member.signal.removeEventListener('abort', onMemberLost);
-    await options.finish(members);
-  });
+  return new LockHandle(
+    name,
+    owner,
+    controller.signal,
+    validity,
+    undefined,
+    async () => {
+      if (timer) clearTimeout(timer);
+      for (const member of members) member.signal.removeEventListener('abort', onMemberLost);
+      await options.finish(members);
+    },
+    undefined,
+    () => {
+      for (const member of members) member.stopRefresh();
+    },
+  );
 }

@@ -113,6 +113,14 @@ keepFor(tonumber(ARGV[5]))
 return count`,
 );
 
+/** ARGV[5] = a permit id: the ms until it expires (Redis server time), or -2 when it is not held. */
+export const LEASE_TIME = script(
+  'permits.getLeaseTime',
+  `local expiry = redis.call('zscore', KEYS[1], ARGV[5])
+if not expiry then return -2 end
+return tonumber(expiry) - now`,
+);
+
 /** Returns `{ limit, permits held }` after reclaiming expired ones. */
 export const COUNTS = script('permits.counts', `return {tonumber(redis.call('get', KEYS[2])) or 0, redis.call('zcard', KEYS[1])}`);
 
@@ -124,10 +132,11 @@ announce()
 return 1`,
 );
 
-/** Sets the limit to ARGV[5] if none is set yet: 1, else 0. */
+/** Sets the limit to ARGV[5] if none is set yet, with a TTL of ARGV[6] ms ('' for none): 1, else 0. */
 export const TRY_SET_LIMIT = script(
   'permits.trySetPermits',
   `if redis.call('setnx', KEYS[2], ARGV[5]) == 1 then
+  if ARGV[6] ~= '' then redis.call('pexpire', KEYS[2], ARGV[6]) end
   announce()
   return answer(1)
 end

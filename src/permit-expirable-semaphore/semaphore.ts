@@ -4,11 +4,12 @@ import { InvalidArgumentError, PermitAcquireTimeoutError, PermitNotHeldError } f
 import { auxName, mainKey } from '../keys.js';
 import { waitFor, type Attempt } from '../pubsub/wait.js';
 import { runObjectScript, type ObjectRunOptions, type ObjectScript } from '../redis/object-script.js';
-import { acquireOutcome, permitCount, permitDelta, permitTotal, requireUnit, tookPermits, WAKE_BY_PERMITS } from '../semaphore/permits.js';
+import { acquireOutcome, permitCount, permitDelta, permitTotal, positiveTime, requireUnit, tookPermits, WAKE_BY_PERMITS } from '../semaphore/permits.js';
 import { checkOptions, leaseMillis, optionLease, optionWait, waitMillis, type TimeUnit } from '../time.js';
 import type { RenewalKind } from '../watchdog/watchdog.js';
+import { ObjectKeys } from '../object-keys.js';
 import { PermitHandle } from './handle.js';
-import { ACQUIRE, ADD_LIMIT, COUNTS, RELEASE, RENEW, SET_LIMIT, TRY_SET_LIMIT, UPDATE_LEASE } from './scripts.js';
+import { ACQUIRE, ADD_LIMIT, COUNTS, LEASE_TIME, RELEASE, RENEW, SET_LIMIT, TRY_SET_LIMIT, UPDATE_LEASE } from './scripts.js';
 
 /**
  * Options of `RPermitExpirableSemaphore.acquire()`. Give each time in milliseconds (`waitMs`, `leaseMs`)
@@ -17,7 +18,7 @@ import { ACQUIRE, ADD_LIMIT, COUNTS, RELEASE, RENEW, SET_LIMIT, TRY_SET_LIMIT, U
 export interface PermitAcquireOptions {
   /** Permits to take at once (each gets its own id). Default 1. */
   permits?: number;
-  /** How long to wait, in milliseconds: 0 for one attempt; omitted, Infinity or -1 to wait until enough permits are free. */
+  /** How long to wait, in milliseconds: 0 for one attempt; omitted or `Infinity` to wait until enough permits are free; negative values are refused. */
   waitMs?: number;
   /**
    * Lease in milliseconds: the permits expire this long after the acquisition, in Redis server time,
@@ -75,6 +76,7 @@ export class RPermitExpirableSemaphore {
   readonly permitsKey: string;
   /** The channel releases are published on. */
   readonly channel: string;
+  private readonly keys: ObjectKeys;
 
   /** @internal Use `LockClient.getPermitExpirableSemaphore(name)`. */
   constructor(
@@ -85,6 +87,7 @@ export class RPermitExpirableSemaphore {
     this.key = mainKey(core.keyPrefix, name);
     this.permitsKey = auxName(core.keyPrefix, 'permits', this.key);
     this.channel = auxName(core.keyPrefix, 'channel', this.key, 'permits');
+    this.keys = new ObjectKeys(core, 'expirable-semaphore', [this.key, this.permitsKey], this.channel, '');
   }
 
   /** The name given to `getPermitExpirableSemaphore()` (Redisson's `getName()`). */
@@ -113,7 +116,7 @@ export class RPermitExpirableSemaphore {
   /**
    * Tries to acquire (Redisson's `tryAcquire`) and resolves to the permit id, or `undefined` when too
    * few permits were free for the whole wait: `tryAcquire()` makes exactly one attempt with the
-   * watchdog; `tryAcquire(waitTime, unit)` waits up to `waitTime` (-1: no limit) with the watchdog;
+   * watchdog; `tryAcquire(waitTime, unit)` waits up to `waitTime` (<= 0, such as -1: one attempt, as in Redisson) with the watchdog;
    * `tryAcquire(waitTime, leaseTime, unit)` gives the permit a lease (-1: watchdog);
    * `tryAcquire(permits, waitTime, leaseTime, unit)` takes several permits at once and resolves to their
    * ids. A watchdog permit is renewed until `release(id)` on any object of this client. Throws
@@ -199,10 +202,57 @@ export class RPermitExpirableSemaphore {
 
   /**
    * Sets the number of permits if it is not set yet (Redisson's `trySetPermits`): resolves to true when
-   * set, false when a number was already set. Throws as `setPermits`.
+   * set, false when a number was already set. With `timeToLive` and `unit` (Redisson's
+   * `trySetPermits(permits, Duration)`) the number of permits (`relock:permits:{name}`) is deleted after
+   * that time: no permit can be acquired afterwards until it is set again; permits held stay held until
+   * released or expired. Throws as `setPermits`, and `InvalidArgumentError` for a time to live that is not
+   * positive or has no unit.
    */
-  async trySetPermits(permits: number): Promise<boolean> {
-    return Number(await this.run('permits.trySetPermits', TRY_SET_LIMIT, [String(permitTotal(permits))])) === 1;
+  async trySetPermits(permits: number, timeToLive?: number, unit?: TimeUnit): Promise<boolean> {
+    const ttl = timeToLive === undefined ? '' : String(positiveTime(timeToLive, unit, 'timeToLive'));
+    return Number(await this.run('permits.trySetPermits', TRY_SET_LIMIT, [String(permitTotal(permits)), ttl])) === 1;
+  }
+
+  /**
+   * The time left of a held permit's lease in ms (Redisson's `getLeaseTime(permitId)`), in Redis server
+   * time: for a permit renewed by the watchdog, the time to its current expiry (at most
+   * `lockWatchdogTimeout`). Throws `PermitNotHeldError` when the permit is not held (never issued,
+   * released, or expired), `WrongTypeError`, `RedisUnavailableError`, `ClientClosedError`.
+   */
+  async getLeaseTime(permitId: string): Promise<number> {
+    if (typeof permitId !== 'string' || permitId === '') throw new InvalidArgumentError('permitId', 'must be a permit id (a non-empty string from acquire or tryAcquire)');
+    const ms = Number(await this.run('permits.getLeaseTime', LEASE_TIME, [permitId]));
+    if (ms < 0) throw new PermitNotHeldError(this.name, [permitId], 1);
+    return ms;
+  }
+
+  /**
+   * Whether the semaphore exists in Redis (Redisson's `isExists`; `EXISTS` of its permits set and its
+   * number of permits). Throws `RedisUnavailableError`, `ClientClosedError`.
+   */
+  isExists(): Promise<boolean> {
+    return this.keys.isExists();
+  }
+
+  /**
+   * Deletes the semaphore (Redisson's `delete`): its number of permits and every held permit, in a script
+   * that first checks the kind. Holders are not told until their next renewal or release (a watchdog
+   * permit is then reported lost; `release(id)` throws `PermitNotHeldError`). Resolves to true when
+   * something was deleted. Throws `WrongTypeError` (another kind holds the name; nothing deleted),
+   * `RedisUnavailableError`, `ClientClosedError`.
+   */
+  delete(): Promise<boolean> {
+    return this.keys.delete();
+  }
+
+  /**
+   * Sets a time to live on the semaphore's keys (Redisson's `expire`): they are deleted `time` `unit`
+   * from now, as by `delete()`, unless a later acquisition lengthens the permits set's TTL to cover its
+   * lease. Resolves to true when a key existed. Throws `InvalidArgumentError` (not a positive time, no
+   * unit), `WrongTypeError`, `RedisUnavailableError`, `ClientClosedError`.
+   */
+  expire(time: number, unit: TimeUnit): Promise<boolean> {
+    return this.keys.expire(time, unit);
   }
 
   /**

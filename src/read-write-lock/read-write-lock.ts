@@ -97,6 +97,8 @@ abstract class ReadWriteSide extends RLock {
   override readonly channel: string;
   protected override readonly holdKey: string;
   protected override readonly kind = 'read-write-lock';
+  /** Each hold has its own lease in the leases set: a `PEXPIRE` of the hash cannot extend one. */
+  protected override readonly extendable: boolean = false;
 
   constructor(
     core: Core,
@@ -151,7 +153,8 @@ abstract class ReadWriteSide extends RLock {
   }
 
   protected override async runAcquire(owner: string, lease: string, guard: string): Promise<AcquireResult> {
-    const reply = await RW_ACQUIRE.run(this.core.connection, [this.key, this.leasesKey], [lease, owner, guard, this.side, this.writeField(owner)]);
+    const reply = await RW_ACQUIRE.run(this.core.connection, [this.key, this.leasesKey], [lease, owner, guard, this.side, this.writeField(owner), this.readField(owner)]);
+    if (reply === 'upgrade') throw new LockUpgradeError(this.name, this.readField(owner));
     return acquireResult(reply);
   }
 
@@ -175,6 +178,9 @@ abstract class ReadWriteSide extends RLock {
 
   /** The hash field of the write holds of the owner whose field on this side is `owner`. */
   protected abstract writeField(owner: string): string;
+
+  /** Write side: the hash field of the read holds of the owner whose write field is `owner`; '' on the read side. */
+  protected abstract readField(owner: string): string;
 }
 
 /**
@@ -194,12 +200,18 @@ export class RReadLock extends ReadWriteSide {
   protected writeField(owner: string): string {
     return owner + WRITE_SUFFIX;
   }
+
+  protected readField(): string {
+    return '';
+  }
 }
 
 /**
  * The exclusive side of an `RReadWriteLock` (Redisson's `RedissonWriteLock`), with `RLock`'s API. Granted
  * when nobody holds either side, or reentrantly to its holder. Its owner id ends in `:write` (the hash
- * field of its holds). An owner that holds only the read lock gets `LockUpgradeError`.
+ * field of its holds). An owner that holds only the read lock gets `LockUpgradeError`, decided by the
+ * acquire script from the read holds in Redis (not from this process's records, which can outlive a hold
+ * whose lease ended or that was force-unlocked; such a hold is no upgrade, as in Redisson).
  */
 export class RWriteLock extends ReadWriteSide {
   /** @internal Use `RReadWriteLock.writeLock()`. */
@@ -211,14 +223,11 @@ export class RWriteLock extends ReadWriteSide {
     return super.ownerOf(ctx) + WRITE_SUFFIX;
   }
 
-  protected override acquireAs(ctx: LockContext, waitMs: number, leaseMs: number | undefined, signal: AbortSignal | undefined): Promise<Grant | undefined> {
-    if (ctx.holds.has(this.shared.readHoldKey) && !ctx.holds.has(this.holdKey)) {
-      return Promise.reject(new LockUpgradeError(this.name, super.ownerOf(ctx)));
-    }
-    return super.acquireAs(ctx, waitMs, leaseMs, signal);
-  }
-
   protected writeField(owner: string): string {
     return owner;
+  }
+
+  protected readField(owner: string): string {
+    return owner.slice(0, -WRITE_SUFFIX.length);
   }
 }

@@ -21,9 +21,12 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
  * Acquire. ARGV[1] = lease (ms), ARGV[2] = the field of this side (`owner` to read, `owner:write` to
  * write), ARGV[3] = guard ('' or the field's count before an attempt whose reply was lost: when it is
  * one more, that attempt went through and nothing is added), ARGV[4] = side (`read` | `write`), ARGV[5] =
- * the owner's write field (read side: downgrade allowed while the owner writes). A read is granted when
- * the lock is free, in read mode, or write-locked by the same owner; a write when the lock is free or
- * write-locked by the same owner (reentry). Returns nil when granted, else the lock's PTTL (ms); a
+ * the owner's write field (read side: downgrade allowed while the owner writes), ARGV[6] = write side: the
+ * owner's read field, else ''. A read is granted when the lock is free, in read mode, or write-locked by
+ * the same owner; a write when the lock is free or write-locked by the same owner (reentry). Returns nil
+ * when granted; `'upgrade'` when a write is refused while the owner itself has a live read hold (its lease
+ * not ended, checked here in Redis: an expired or force-unlocked read hold is no upgrade); else the lock's
+ * PTTL (ms); a
  * WRONGTYPE error (nothing written) when the key is a hash without `mode`, i.e. another kind of object
  * (its `kind` field), or no hash at all.
  */
@@ -36,6 +39,11 @@ export const RW_ACQUIRE = new Script(
   local guard = tonumber(ARGV[3])
   if guard ~= nil and count == guard + 1 then return nil end
   if count == 0 and (ARGV[4] == 'write' or mode == 'write') and redis.call('hexists', KEYS[1], ARGV[5]) == 0 then
+    if ARGV[6] ~= '' then
+      ${NOW}for i = 1, tonumber(redis.call('hget', KEYS[1], ARGV[6]) or '0') do
+        if (tonumber(redis.call('zscore', KEYS[2], ARGV[6] .. ':' .. i)) or 0) > now then return 'upgrade' end
+      end
+    end
     return redis.call('pttl', KEYS[1])
   end
 else

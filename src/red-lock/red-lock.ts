@@ -2,7 +2,7 @@ import { pause, roundDelay } from '../backoff.js';
 import type { LockContext } from '../context.js';
 import { outsideContexts } from '../context.js';
 import type { Core } from '../core.js';
-import { IllegalMonitorStateError, RedisUnavailableError } from '../errors.js';
+import { ClientClosedError, IllegalMonitorStateError, RedisUnavailableError } from '../errors.js';
 import type { LockHandle } from '../lock/handle.js';
 import { memberSteps as steps, type Grant } from '../lock/lock.js';
 import { GroupLock, type Taken } from '../multi-lock/group-lock.js';
@@ -37,6 +37,12 @@ interface Round extends Partial<Taken> {
   readonly validUntil: number;
   /** Nodes that answered (granted or busy). */
   readonly answered: number;
+  /**
+   * The nodes that could not be reached, alone, left fewer than a quorum: the round failed for want of
+   * Redis, not because the lock was busy. Attempts the round aborted once busy answers had made a quorum
+   * impossible are not counted as unreachable (they may well have been busy too).
+   */
+  readonly unavailable: boolean;
   /** The first failure of a node that did not answer. */
   readonly error: unknown;
 }
@@ -56,8 +62,11 @@ interface Round extends Partial<Taken> {
  * round follows after a random delay (full jitter, 10 ms doubling to 200 ms) while wait time remains.
  * Busy nodes are polled this way, not waited for with pub/sub.
  *
- * When the wait ends and fewer than a quorum of nodes answered in the last round, `RedisUnavailableError`
- * is thrown instead of "busy" (with no wait limit: after 5 such rounds in a row).
+ * When the wait ends and the nodes that could not be reached in the last round left fewer than a quorum,
+ * `RedisUnavailableError` is thrown instead of "busy" (with no wait limit: after 5 such rounds in a row).
+ * An attempt the round cut short because busy answers had already made a quorum impossible (2 masters,
+ * one busy; 3, one busy and one down) counts as busy, not as unreachable: `tryLock` resolves false and
+ * `acquire` throws `LockAcquireTimeoutError`.
  *
  * **Prefer an `RLock` (with replica acknowledgement) plus fencing tokens (`getFencedLock`).** Redisson
  * deprecated RedLock: its safety rests on timing assumptions (bounded pauses, network delays and clock
@@ -67,6 +76,9 @@ interface Round extends Partial<Taken> {
  * fencing token that a resource could check. It also needs N independent masters to operate. A single
  * master with replicas and fencing covers the same failures at lower cost: see docs/locks-more.md and
  * docs/fencing.md.
+ *
+ * Once a handle's quorum is lost (its signal aborts), the members it still holds are released at once
+ * instead of being renewed until `release()`.
  *
  * Keys and channels are the members' own. Ownership and reentrancy as `MultiLock`.
  */
@@ -97,6 +109,35 @@ export class RedLock extends GroupLock {
     }
   }
 
+  /**
+   * Once a handle's quorum is lost, its surviving members are released at once (their watchdog renewals
+   * stop before the unlocks are sent), as redis-semaphore's RedlockMutex does: the group is no longer held,
+   * and renewing a minority would only keep other callers out. A failure is logged; that member then
+   * expires with its lease. The handle's later `release()` resolves as usual.
+   */
+  protected override lost(survivors: LockHandle[]): void {
+    for (const member of survivors) {
+      member.release().catch((err: unknown) => this.core.log.debug({ redLock: this.name, err }, 'RedLock member not released after the quorum was lost; it expires with its lease'));
+    }
+  }
+
+  /**
+   * Whether the caller holds a quorum of the members (`HEXISTS` on each node, as `RLock.isHeldByCurrentContext`;
+   * outside any context, this object's current contextless holder's). Nodes that do not answer within
+   * 1 s count as not held. Throws `RedisUnavailableError` only when the nodes that answered cannot tell
+   * (fewer than a quorum held, but enough did not answer to make one), `ClientClosedError`.
+   */
+  async isHeldByCurrentContext(): Promise<boolean> {
+    const results = await settleWithin(this.locks.map((lock) => lock.isHeldByCurrentContext()), RELEASE_WAIT_MS);
+    const held = results.filter((r) => r?.status === 'fulfilled' && r.value).length;
+    const unknown = results.filter((r) => r?.status !== 'fulfilled').length;
+    const closed = failures(results).find((e) => e instanceof ClientClosedError);
+    if (closed) throw closed;
+    if (held >= this.quorum) return true;
+    if (held + unknown < this.quorum) return false;
+    throw new RedisUnavailableError(`RedLock ${this.name} (${this.locks.length - unknown} of ${this.locks.length} nodes answered, ${this.quorum} needed)`, { cause: failures(results)[0] });
+  }
+
   /** A handle's release releases every granted member, waiting at most 1 s, ignoring failures. */
   protected async finish(members: LockHandle[]): Promise<void> {
     await settleWithin(members.map((m) => m.release()), RELEASE_WAIT_MS);
@@ -113,7 +154,7 @@ export class RedLock extends GroupLock {
         if (this.core.debug) this.core.log.debug({ redLock: this.name, rounds, held: round.holding.held.length, validityMs: Math.round(round.validUntil - monotonic()) }, 'RedLock acquired');
         return { holding: round.holding, validUntil: round.validUntil };
       }
-      const quorumUnreachable = round.answered < this.quorum;
+      const quorumUnreachable = round.unavailable;
       unreachable = quorumUnreachable ? unreachable + 1 : 0;
       const left = deadline === undefined ? Infinity : deadline - monotonic();
       if (left <= 0 || (deadline === undefined && unreachable >= UNREACHABLE_ROUNDS)) {
@@ -139,19 +180,23 @@ export class RedLock extends GroupLock {
     signal?.addEventListener('abort', onAbort, { once: true });
     const start = monotonic();
     const attempts = locks.map((lock, i) => steps.acquire(lock, ctxs[i]!, 0, leaseMs, nodes.signal));
-    await decided(attempts, this.quorum, start, timeout);
+    const impossible = await decided(attempts, this.quorum, start, timeout);
     const validUntil = start + lease - (DRIFT_FACTOR * lease + DRIFT_MS);
     signal?.removeEventListener('abort', onAbort);
-    nodes.abort(new RedisUnavailableError('RedLock node', { cause: new ResponseTimeoutError(Math.round(monotonic() - start)) }));
+    const cut = new RedisUnavailableError('RedLock node', { cause: new ResponseTimeoutError(Math.round(monotonic() - start)) });
+    nodes.abort(cut);
     const results = await Promise.allSettled(attempts);
     const grants = results.map((r) => (r.status === 'fulfilled' ? r.value : undefined));
     const held = grants.flatMap((g, i) => (g ? [i] : []));
     const answered = results.filter((r) => r.status === 'fulfilled').length;
-    if (!signal?.aborted && held.length >= this.quorum && validUntil > monotonic()) return { holding: { held, grants }, validUntil, answered, error: undefined };
+    // An attempt cut short because busy answers had already made a quorum impossible is no sign of an unreachable node.
+    const unreachable = results.filter((r) => r.status === 'rejected' && !(impossible && r.reason === cut)).length;
+    const unavailable = locks.length - unreachable < this.quorum;
+    if (!signal?.aborted && held.length >= this.quorum && validUntil > monotonic()) return { holding: { held, grants }, validUntil, answered, unavailable, error: undefined };
     const errors = await releaseMembers(locks, ctxs, held);
     for (const err of errors) this.core.log.warn({ redLock: this.name, err }, 'could not release a RedLock node after a failed round; it expires with its lease');
     signal?.throwIfAborted();
-    return { validUntil, answered, error: failures(results)[0] };
+    return { validUntil, answered, unavailable, error: failures(results)[0] };
   }
 }
 
@@ -160,25 +205,25 @@ const STRAGGLER_GRACE_MS = 10;
 
 /**
  * Resolves once the round's outcome is known: every attempt settled, so many failed (busy or error) that
- * a quorum is no longer possible, or `timeoutMs` passed since `start`. Once a quorum granted, the others
+ * a quorum is no longer possible (then to true), or `timeoutMs` passed since `start` (false). Once a quorum granted, the others
  * get a grace of as long again as that took (at least `STRAGGLER_GRACE_MS`, within the timeout), so that
  * a RedLock holds every node that answers about as fast as the quorum did, and a dead node costs little.
  */
-function decided(attempts: ReadonlyArray<Promise<Grant | undefined>>, quorum: number, start: number, timeoutMs: number): Promise<void> {
-  return new Promise<void>((resolve) => {
+function decided(attempts: ReadonlyArray<Promise<Grant | undefined>>, quorum: number, start: number, timeoutMs: number): Promise<boolean> {
+  return new Promise<boolean>((resolve) => {
     let granted = 0;
     let failed = 0;
-    let timer = outsideContexts(() => setTimeout(resolve, timeoutMs));
+    let timer = outsideContexts(() => setTimeout(() => resolve(false), timeoutMs));
     const count = (grant: Grant | undefined): void => {
       if (grant) granted++;
       else failed++;
       if (attempts.length - failed < quorum || granted + failed === attempts.length) {
         clearTimeout(timer);
-        resolve();
+        resolve(attempts.length - failed < quorum);
       } else if (grant && granted === quorum) {
         const elapsed = monotonic() - start;
         clearTimeout(timer);
-        timer = outsideContexts(() => setTimeout(resolve, Math.min(Math.max(elapsed, STRAGGLER_GRACE_MS), timeoutMs - elapsed)));
+        timer = outsideContexts(() => setTimeout(() => resolve(false), Math.min(Math.max(elapsed, STRAGGLER_GRACE_MS), timeoutMs - elapsed)));
       }
     };
     for (const attempt of attempts) attempt.then(count, () => count(undefined));

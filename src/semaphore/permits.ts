@@ -1,7 +1,7 @@
 import { InvalidArgumentError } from '../errors.js';
 import type { WakeRule } from '../pubsub/channels.js';
 import type { Attempt } from '../pubsub/wait.js';
-import type { TimeUnit } from '../time.js';
+import { leaseMillis, type TimeUnit } from '../time.js';
 
 /**
  * What both semaphores share: argument checks, the wake-up rule of their channel and the reply of their
@@ -34,6 +34,16 @@ function integer(value: unknown, argument: string, min: number, what: string): n
     throw new InvalidArgumentError(argument, `must be ${what}; got ${typeof value === 'number' ? value : typeof value}`);
   }
   return value;
+}
+
+/**
+ * A positive time in whole ms (a time to live, an extension): `leaseMillis`'s rules with `unit` required,
+ * and -1 (a lease's "watchdog") refused. Throws `InvalidArgumentError` naming `argument`.
+ */
+export function positiveTime(value: number, unit: TimeUnit | undefined, argument: string): number {
+  const ms = value === -1 ? undefined : leaseMillis(value, requireUnit(unit), argument);
+  if (ms === undefined) throw new InvalidArgumentError(argument, `must be a positive time; got ${value}`);
+  return ms;
 }
 
 /** The unit that must come with a time argument. */

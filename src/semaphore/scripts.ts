@@ -30,13 +30,28 @@ return answer(free)`,
 );
 
 /**
+ * Adds ARGV[5] permits only if the semaphore exists (Redisson's `releaseIfExists`): 1, else 0 (nothing
+ * written). `GET` first, which Redis refuses with WRONGTYPE on a key of another kind.
+ */
+export const ADD_IF_EXISTS = new ObjectScript(
+  'semaphore.releaseIfExists',
+  `if not redis.call('get', KEYS[1]) then return 0 end
+local free = redis.call('incrby', KEYS[1], ARGV[5])
+if free > 0 then publish(free) end
+return answer(1)`,
+  true,
+);
+
+/**
  * Sets the count to ARGV[5] if the semaphore does not exist yet: 1, else 0 (`GET` first, which Redis
- * refuses with WRONGTYPE on a key of another kind, where `SETNX` would answer 0).
+ * refuses with WRONGTYPE on a key of another kind, where `SETNX` would answer 0). ARGV[6] = time to live
+ * of the new key in ms, '' for none.
  */
 export const TRY_SET = new ObjectScript(
   'semaphore.trySetPermits',
   `if redis.call('get', KEYS[1]) then return 0 end
 redis.call('set', KEYS[1], ARGV[5])
+if ARGV[6] ~= '' then redis.call('pexpire', KEYS[1], ARGV[6]) end
 if tonumber(ARGV[5]) > 0 then publish(ARGV[5]) end
 return answer(1)`,
   true,

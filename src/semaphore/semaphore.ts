@@ -3,8 +3,8 @@ import type { Core } from '../core.js';
 import { PermitAcquireTimeoutError } from '../errors.js';
 import { waitFor, type Attempt } from '../pubsub/wait.js';
 import { checkOptions, optionWait, waitMillis, type TimeUnit } from '../time.js';
-import { acquireOutcome, permitCount, permitDelta, permitTotal, requireUnit, tookPermits, WAKE_BY_PERMITS } from './permits.js';
-import { ACQUIRE, ADD, DRAIN, TRY_SET } from './scripts.js';
+import { acquireOutcome, permitDelta, permitTotal, positiveTime, requireUnit, tookPermits, WAKE_BY_PERMITS } from './permits.js';
+import { ACQUIRE, ADD, ADD_IF_EXISTS, DRAIN, TRY_SET } from './scripts.js';
 
 /**
  * Options of `RSemaphore.acquire()`. Give the wait time in milliseconds (`waitMs`) or with its unit
@@ -13,7 +13,7 @@ import { ACQUIRE, ADD, DRAIN, TRY_SET } from './scripts.js';
 export interface SemaphoreAcquireOptions {
   /** Permits to take at once. Default 1. */
   permits?: number;
-  /** How long to wait, in milliseconds: 0 for one attempt; omitted, Infinity or -1 to wait until enough permits are free. */
+  /** How long to wait, in milliseconds: 0 for one attempt; omitted or `Infinity` to wait until enough permits are free; negative values are refused. */
   waitMs?: number;
   /** `waitMs` in `unit` (required with it). Not together with `waitMs`. */
   waitTime?: number;
@@ -42,18 +42,32 @@ export interface SemaphoreAcquireOptions {
 export class RSemaphore extends CountedObject {
   /** @internal Use `LockClient.getSemaphore(name)`. */
   constructor(core: Core, name: string) {
-    super(core, name, 'permits', 'semaphore');
+    super(core, name, 'permits', 'semaphore', '');
   }
 
   /**
-   * Sets the number of permits if the semaphore does not exist yet (Redisson's `trySetPermits`; `GET`, `SET`).
-   * Resolves to true when it was set, false when the semaphore already existed. Throws
-   * `InvalidArgumentError` (not an integer >= 0), `WrongTypeError`, `RedisUnavailableError`,
-   * `ClientClosedError`.
+   * Sets the number of permits if the semaphore does not exist yet (Redisson's `trySetPermits`; `GET`, `SET`),
+   * and with `timeToLive` and `unit` (Redisson's `trySetPermits(permits, Duration)`) gives the new key that
+   * time to live (`PEXPIRE`): the semaphore is then deleted after it, whatever its count. Resolves to true
+   * when it was set, false when the semaphore already existed (its TTL left as it was). Throws
+   * `InvalidArgumentError` (permits not an integer >= 0, a time to live that is not positive or has no
+   * unit), `WrongTypeError`, `RedisUnavailableError`, `ClientClosedError`.
    */
-  async trySetPermits(permits: number): Promise<boolean> {
+  async trySetPermits(permits: number, timeToLive?: number, unit?: TimeUnit): Promise<boolean> {
     const count = permitTotal(permits);
-    return Number(await this.run('semaphore.trySetPermits', TRY_SET, [String(count)])) === 1;
+    const ttl = timeToLive === undefined ? '' : String(positiveTime(timeToLive, unit, 'timeToLive'));
+    return Number(await this.run('semaphore.trySetPermits', TRY_SET, [String(count), ttl])) === 1;
+  }
+
+  /**
+   * Gives back `permits` only if the semaphore exists (Redisson's `releaseIfExists`; `GET`, `INCRBY`), and
+   * wakes waiters: a deleted or expired semaphore is not brought back by a late release. Resolves to true
+   * when they were added, false when the semaphore did not exist. `releaseIfExists(0)` resolves true when
+   * it exists, changing nothing. Retries after a lost reply do not add them twice (request latch). Throws
+   * `InvalidArgumentError` (not a whole number >= 0), `WrongTypeError`, `RedisUnavailableError`, `ClientClosedError`.
+   */
+  async releaseIfExists(permits = 1): Promise<boolean> {
+    return Number(await this.run('semaphore.releaseIfExists', ADD_IF_EXISTS, [String(permitTotal(permits))])) === 1;
   }
 
   /**
@@ -68,23 +82,26 @@ export class RSemaphore extends CountedObject {
   /**
    * Takes permits, waiting as long as it takes (Redisson's `acquire()` / `acquire(permits)`), or with
    * options: a wait time (then `PermitAcquireTimeoutError` when it runs out) and an abort signal (then
-   * it rejects with `signal.reason`). Waiting is woken by release messages, with a timer of
+   * it rejects with `signal.reason`). `acquire(0)` resolves at once without a Redis call, as Redisson's
+   * and Java's `Semaphore.acquire(0)`. Waiting is woken by release messages, with a timer of
    * `lockWatchdogTimeout` as fallback for lost messages. Throws `InvalidArgumentError`,
    * `WrongTypeError`, `RedisUnavailableError`, `ClientClosedError`.
    */
   async acquire(permitsOrOptions: number | SemaphoreAcquireOptions = 1): Promise<void> {
     const options = typeof permitsOrOptions === 'number' ? { permits: permitsOrOptions } : checkOptions(permitsOrOptions);
-    const permits = permitCount(options.permits ?? 1);
+    const permits = permitTotal(options.permits ?? 1);
     const wait = optionWait(options);
     options.signal?.throwIfAborted();
+    if (permits === 0) return;
     if (!(await this.take(permits, wait, options.signal))) throw new PermitAcquireTimeoutError(this.name, permits, wait);
   }
 
   /**
    * Tries to take permits (Redisson's `tryAcquire`): `tryAcquire()` and `tryAcquire(permits)` make
    * exactly one attempt; `tryAcquire(waitTime, unit)` and `tryAcquire(permits, waitTime, unit)` wait up to
-   * `waitTime` (-1: no limit). Resolves to true when the permits were taken, false when too few were free
-   * for the whole wait. Throws `InvalidArgumentError`, `WrongTypeError`, `RedisUnavailableError`,
+   * `waitTime` (<= 0, such as -1: one attempt, as in Redisson). Resolves to true when the permits were taken, false when too few were free
+   * for the whole wait. `tryAcquire(0, …)` resolves true without a Redis call (Redisson's and Java's no-op).
+   * Throws `InvalidArgumentError` (permits not a whole number >= 0), `WrongTypeError`, `RedisUnavailableError`,
    * `ClientClosedError`.
    */
   tryAcquire(permits?: number): Promise<boolean>;
@@ -92,18 +109,21 @@ export class RSemaphore extends CountedObject {
   tryAcquire(permits: number, waitTime: number, unit: TimeUnit): Promise<boolean>;
   async tryAcquire(first?: number, second?: number | TimeUnit, unit?: TimeUnit): Promise<boolean> {
     if (typeof second === 'string') return this.take(1, waitMillis(first, second), undefined);
-    const permits = permitCount(first ?? 1);
-    return this.take(permits, second === undefined ? 0 : waitMillis(second, requireUnit(unit)), undefined);
+    const permits = permitTotal(first ?? 1);
+    const wait = second === undefined ? 0 : waitMillis(second, requireUnit(unit));
+    return permits === 0 || this.take(permits, wait, undefined);
   }
 
   /**
    * Gives back `permits` (default 1) and wakes waiters (Redisson's `release`; `INCRBY` and a message with
    * the new count). Any caller may release, even permits it never took, and nothing caps the count. A
-   * retry after a lost reply does not add them twice (request latch). Throws `InvalidArgumentError`,
+   * retry after a lost reply does not add them twice (request latch). `release(0)` does nothing (no Redis
+   * call), as in Redisson and Java. Throws `InvalidArgumentError` (not a whole number >= 0),
    * `WrongTypeError`, `RedisUnavailableError`, `ClientClosedError`.
    */
   async release(permits = 1): Promise<void> {
-    await this.run('semaphore.release', ADD, [String(permitCount(permits))]);
+    if (permitTotal(permits) === 0) return;
+    await this.run('semaphore.release', ADD, [String(permits)]);
   }
 
   /**

@@ -92,7 +92,7 @@ describe('RFairLock basics', () => {
     expect(() => lockClient(redis, { fairLockWaitTimeout: 0 })).toThrow(/fairLockWaitTimeout/);
     expect(() => lockClient(redis, { fairLockWaitTimeout: Number.NaN })).toThrow(InvalidArgumentError);
     const lock = client.getFairLock(uniqueName('fair'));
-    await expect(lock.tryLock(-5, 1, 's')).rejects.toThrow(/waitTime/);
+    await expect(lock.tryLock(Number.NaN, 1, 's')).rejects.toThrow(/waitTime/);
     await expect(lock.tryLock(1, 0, 's')).rejects.toThrow(/leaseTime/);
     expect(await lock.isLocked()).toBe(false);
   });

@@ -143,7 +143,7 @@ describe('RLock basics', () => {
     expect(() => client.getLock('a{}b')).toThrow(/hash tag/);
     const lock = client.getLock(uniqueName());
     await expect(lock.tryLock(1, 'fortnights' as 'ms')).rejects.toThrow(/unknown time unit/);
-    await expect(lock.tryLock(-5, 1, 's')).rejects.toThrow(/waitTime/);
+    await expect(lock.tryLock(Number.NaN, 1, 's')).rejects.toThrow(/waitTime/);
     await expect(lock.tryLock(1, 0, 's')).rejects.toThrow(/leaseTime/);
     await expect(lock.tryLock(1, 5 as unknown as 's')).rejects.toThrow(/unit/);
     await expect(lock.lock(Number.NaN, 's')).rejects.toThrow(/leaseTime.*number/);

@@ -90,15 +90,18 @@ describe('RReadWriteLock basics', () => {
     await noKeysLeft(name);
   });
 
-  it('read → write upgrade throws LockUpgradeError before sending anything; write → read downgrade is allowed', () => runInContext(async () => {
+  it('read → write upgrade throws LockUpgradeError at the first attempt, writing nothing; write → read downgrade is allowed', () => runInContext(async () => {
     const client = lockClient(redis);
     const rw = client.getReadWriteLock(uniqueName('rw'));
     await rw.readLock().lock();
+    const hash = await redis.hGetAll(rw.readLock().key);
     const before = await commandCalls(redis, 'evalsha');
     const error = await rw.writeLock().tryLock(1, 'seconds').catch((e: unknown) => e);
     expect(error).toBeInstanceOf(LockUpgradeError);
     await expect(rw.writeLock().lock()).rejects.toBeInstanceOf(LockUpgradeError);
-    expect(await commandCalls(redis, 'evalsha')).toBe(before);
+    // Decided by the acquire script from the read holds in Redis: one call each, no retry, nothing written.
+    expect(await commandCalls(redis, 'evalsha')).toBe(before + 2);
+    expect(await redis.hGetAll(rw.readLock().key)).toEqual(hash);
     await rw.readLock().unlock();
     expect(await rw.writeLock().tryLock()).toBe(true);
     expect(await rw.readLock().tryLock()).toBe(true);

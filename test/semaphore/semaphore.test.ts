@@ -158,13 +158,27 @@ describe('RSemaphore', () => {
 
     const semaphore = client.getSemaphore(uniqueName());
     const before = await commandCalls(env.redis, 'evalsha');
-    await expect(semaphore.tryAcquire(0)).rejects.toThrow(InvalidArgumentError);
+    await expect(semaphore.tryAcquire(-1)).rejects.toThrow(InvalidArgumentError);
     await expect(semaphore.acquire(-1)).rejects.toThrow(/permits/);
     await expect(semaphore.release(1.5)).rejects.toThrow(/permits/);
     await expect(semaphore.tryAcquire(1, 5, undefined as unknown as 's')).rejects.toThrow(/unit/);
     await expect(semaphore.trySetPermits(-1)).rejects.toThrow(/permits/);
     await expect(semaphore.addPermits(Number.NaN)).rejects.toThrow(/permits/);
-    await expect(semaphore.tryAcquire(1, -5, 's')).rejects.toThrow(/waitTime/);
+    await expect(semaphore.tryAcquire(1, Number.NaN, 's')).rejects.toThrow(/waitTime/);
     expect(await commandCalls(env.redis, 'evalsha')).toBe(before);
+  });
+
+  it('zero permits are a no-op, as in Redisson and Java (issue 20, defect 5): tryAcquire(0) is true, acquire(0) and release(0) resolve, nothing sent', async () => {
+    const client = lockClient(env.redis);
+    const semaphore = client.getSemaphore(uniqueName());
+    const before = await commandCalls(env.redis, 'evalsha');
+    expect(await semaphore.tryAcquire(0)).toBe(true);
+    expect(await semaphore.tryAcquire(0, 1, 's')).toBe(true);
+    await semaphore.acquire(0);
+    await semaphore.acquire({ permits: 0 });
+    await semaphore.release(0);
+    expect(await commandCalls(env.redis, 'evalsha')).toBe(before);
+    expect(await semaphore.availablePermits()).toBe(0);
+    expect(await env.redis.exists(semaphore.key)).toBe(0);
   });
 });
