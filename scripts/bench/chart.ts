@@ -14,10 +14,13 @@ export interface Panel {
 
 const COLORS: Record<Impl, string> = {
   relock: '#1b7837',
+  'relock-base': '#a6dba0',
   floor: '#888888',
   redlock: '#c51b7d',
+  'redlock-tuned': '#8e0152',
   'sesamecare-redlock': '#e08fbf',
   'redis-semaphore': '#2166ac',
+  'redis-semaphore-tuned': '#053061',
 };
 
 const PERCENTILES: ReadonlyArray<[string, string]> = [['p50', 'P50'], ['p90', 'P90'], ['p99', 'P99'], ['p99.9', 'P999'], ['max', 'Max']];

@@ -8,7 +8,9 @@
  * library on stdout, the progress and the tables on stderr: `npm run --silent bench -- --json`);
  * --only 1,3 (scenarios); --impl relock,floor (libraries); --docs (write the results into
  * docs/benchmarks.md and the chart into docs/benchmarks-latency.svg); --svg FILE (the chart only);
- * --commands (print each window's INFO commandstats delta per acquisition).
+ * --commands (print each window's INFO commandstats delta per acquisition); --baseline DIR (also measure
+ * relock built from the source tree DIR, as `relock-base`, in the same rounds: a before/after from one
+ * run, e.g. DIR = a git worktree of main whose node_modules links to this one's).
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
@@ -44,12 +46,14 @@ const { values: options } = parseArgs({
     docs: { type: 'boolean', default: false },
     svg: { type: 'string' },
     commands: { type: 'boolean', default: false },
+    baseline: { type: 'string' },
   },
 });
 
 const list = (text: string | undefined): string[] | undefined => text?.split(',').map((s) => s.trim()).filter(Boolean);
-const impls = (list(options.impl) ?? ALL_IMPLS) as Impl[];
-for (const impl of impls) if (!ALL_IMPLS.includes(impl)) throw new Error(`--impl: unknown library "${impl}" (known: ${ALL_IMPLS.join(', ')})`);
+const known: readonly Impl[] = [...ALL_IMPLS, 'relock-base'];
+const impls = (list(options.impl) ?? [...ALL_IMPLS, ...(options.baseline ? ['relock-base' as const] : [])]) as Impl[];
+for (const impl of impls) if (!known.includes(impl)) throw new Error(`--impl: unknown library "${impl}" (known: ${known.join(', ')})`);
 const only = list(options.only)?.map(Number);
 const scenarios = SCENARIOS.filter((s) => !only || only.includes(s.id));
 
@@ -59,7 +63,7 @@ const progress = (message: string): void => void process.stderr.write(`  [${((pe
 
 const probe = await openProbe();
 const runId = `r${Date.now().toString(36)}`;
-const adapters = await openAdapters(impls, { url: probe.url });
+const adapters = await openAdapters(impls, { url: probe.url, ...(options.baseline ? { baseline: options.baseline } : {}) });
 try {
   const env = await probe.environment();
   out(`relock benchmark${options.quick ? ' (--quick)' : ''}: ${environmentLine(env)}`);

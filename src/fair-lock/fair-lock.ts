@@ -93,12 +93,12 @@ export class RFairLock extends RLock {
     return grant;
   }
 
-  protected override runUnlock(owner: string, latch: string, attempt: number): Promise<unknown> {
+  protected override runUnlock(owner: string, latch: string, attempt: number, guard: string): Promise<unknown> {
     const { connection, latches } = this.core;
     return FAIR_UNLOCK.run(
       connection,
       [this.key, latch, this.queueKey, this.timeoutKey],
-      [owner, this.channel, connection.publishCommand, latches.ttlArg, attempt > 1 ? '1' : '0'],
+      [owner, this.channel, connection.publishCommand, latches.ttlArg, attempt > 1 ? '1' : '0', guard],
     );
   }
 

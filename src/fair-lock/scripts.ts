@@ -89,7 +89,7 @@ return retry`,
 /**
  * Unlock (RLock's, see `unlockSource`). KEYS[2] = unlock latch, KEYS[3] = queue, KEYS[4] = deadlines.
  * ARGV[1] = owner, ARGV[2] = channel prefix, ARGV[3] = publish command, ARGV[4] = latch TTL (ms),
- * ARGV[5] = '1' on a retry of the call. Returns nil when the owner does not hold the lock, 0 when one hold
+ * ARGV[5] = '1' on a retry of the call, ARGV[6] = guard ('' or the owner's hold count before it). Returns nil when the owner does not hold the lock, 0 when one hold
  * was released and others remain, 1 when the lock was deleted and the head of the queue (only it) was sent
  * `0` on its own channel.
  */

@@ -139,7 +139,7 @@ const WAKE_ONE = (): number => 1;
  * A reentrant distributed lock with Redisson's `RLock` semantics.
  *
  * Redis keys: a hash at `keyPrefix + name` (field = owner id `clientId:contextId`, value = hold count;
- * field `kind` = `lock`: a name serves one kind of object at a time, see `ObjectKind`), transient unlock latches `relock:unlock:{name}:<requestId>`; channel `relock:channel:{name}` (an
+ * field `kind` = `lock`: a name serves one kind of object at a time, see `ObjectKind`), transient unlock latches `relock:unlock:{name}:<requestId>` (written only by an unlock answered "not held" or one whose owner has a lost grant pending, see `unlockSource`); channel `relock:channel:{name}` (an
  * unlock publishes `0` there; on Redis Cluster with sharded pub/sub). All share the name's hash tag.
  *
  * Ownership inside a context (`runInContext`, `withLock`, a per-request context from middleware), as
@@ -176,6 +176,7 @@ export class RLock {
   private spareRenewal: Renewal | undefined;
   /** Listeners of the lock's key events (`addListener`), made on first use. */
   private events: KeyEvents | undefined;
+  private expected: { key: string; kind: ObjectKind } | undefined;
 
   static {
     memberSteps = {
@@ -268,7 +269,8 @@ export class RLock {
   /**
    * Releases one hold of the caller (Redisson's `RLock.unlock()`): the hold count drops by one, and at
    * zero the lock is deleted and waiters are woken. The watchdog stops renewing at once, before Redis
-   * answers. A retry after a lost reply replays the first answer (unlock latch). Inside a context it
+   * answers. A retry after a lost reply replays the first answer (a guard on the hold count this client
+   * knows; see `unlockSource`): one request, and no key but the lock's written, when nothing fails. Inside a context it
    * releases the context's hold; outside any context, this object's current contextless holder's (see the
    * class description). Throws `IllegalMonitorStateError` when the caller does not hold the lock
    * (including after its lease expired: a new holder's lock is left alone; a hold renewed by the watchdog
@@ -660,12 +662,16 @@ export class RLock {
     const released = kind ? core.watchdog.release(this.key, owner) : undefined;
     core.checkOpen();
     const latch = core.latches.next(this.latchPrefix);
-    let reply: unknown;
+    const guard = this.unlockGuard(ctx);
+    let attempts = 0;
+    let reply: unknown = null;
     try {
-      reply = await core.executor.run('lock.unlock', (attempt) => this.runUnlock(owner, latch, attempt), { idempotent: true, expects: this.expects });
+      reply = await core.executor.run('lock.unlock', (attempt) => this.runUnlock(owner, latch, (attempts = attempt), guard), { idempotent: true, expects: this.expects });
     } finally {
-      core.latches.release(latch);
+      // A guarded unlock wrote its latch only if it answered nil or 2/3, or was retried (see `unlockSource`).
+      if (guard === '' || attempts > 1 || reply === null || Number(reply) >= 2) core.latches.release(latch);
     }
+    if (reply !== null && Number(reply) >= 2) reply = Number(reply) - 2;
     if (reply === null) {
       recordReleased(ctx, this.holdKey, kind, true);
       if (ctx.detached) this.forget(ctx);
@@ -680,12 +686,23 @@ export class RLock {
   }
 
   /**
-   * Runs the unlock script once (`attempt` > 1: a retry, which replays the latch): nil when `owner` does not
-   * hold the lock, 0 when holds remain, 1 when released. Fair and read-write locks override it.
+   * The guard of an unlock by `ctx` (see `unlockSource`): the owner's hold count as this client knows it,
+   * or '' (latch every answer) when a grant whose reply was lost may be in Redis. The read-write lock,
+   * whose unlock latches every answer, returns ''.
    */
-  protected runUnlock(owner: string, latch: string, attempt: number): Promise<unknown> {
+  protected unlockGuard(ctx: LockContext): string {
+    return this.unsettled(ctx) ? '' : String(ctx.holds.get(this.holdKey)?.count ?? 0);
+  }
+
+  /**
+   * Runs the unlock script once (`attempt` > 1: a retry, which replays the first attempt's answer; `guard`:
+   * the owner's hold count before the call, or '' to latch every answer, see `unlockSource`): nil when
+   * `owner` does not hold the lock, 0 when holds remain, 1 when released. Fair and read-write locks
+   * override it.
+   */
+  protected runUnlock(owner: string, latch: string, attempt: number, guard: string): Promise<unknown> {
     const { connection, latches } = this.core;
-    return UNLOCK.run(connection, [this.key, latch], [owner, this.releaseChannel(), connection.publishCommand, latches.ttlArg, attempt > 1 ? '1' : '0']);
+    return UNLOCK.run(connection, [this.key, latch], [owner, this.releaseChannel(), connection.publishCommand, latches.ttlArg, attempt > 1 ? '1' : '0', guard]);
   }
 
   /** The channel a release that frees the lock publishes on; the spin lock returns '' (publish nothing). */
@@ -735,7 +752,7 @@ export class RLock {
     try {
       for (let delay = UNDO_RETRY_MS; ; delay = Math.min(2 * delay, UNDO_RETRY_CAP_MS)) {
         try {
-          await core.executor.run('lock.unlock', () => this.runUnlock(owner, latch, ++attempts), { idempotent: true });
+          await core.executor.run('lock.unlock', () => this.runUnlock(owner, latch, ++attempts, ''), { idempotent: true });
           return;
         } catch (error) {
           if (error instanceof ClientClosedError) return;
@@ -793,9 +810,9 @@ export class RLock {
   /** Whether a handle's `extend()` may set a new lease with `setLease` (every lock whose holds are fields of its hash). */
   protected readonly extendable: boolean = true;
 
-  /** What a WRONGTYPE reply on this lock's key is reported as. */
+  /** What a WRONGTYPE reply on this lock's key is reported as (made once: it is passed with every call). */
   protected get expects(): { key: string; kind: ObjectKind } {
-    return { key: this.key, kind: this.kind };
+    return (this.expected ??= { key: this.key, kind: this.kind });
   }
 
   private read(args: string[]): Promise<unknown> {

@@ -74,11 +74,12 @@ export const ACQUIRE = new Script(
 
 /**
  * The start of every unlock script: a retry of an unlock call (`retry` = '1') whose first attempt stored
- * its answer in the call's latch key returns that answer again.
+ * its answer in the call's latch key returns that answer again (`-1` stands for nil).
  */
 export function latchReplay(retry: string, latch: string): string {
   return `if ${retry} == '1' then
   local replay = redis.call('get', ${latch})
+  if replay == '-1' then return nil end
   if replay then return tonumber(replay) end
 end
 `;
@@ -89,17 +90,39 @@ end
  * read (after the latch replay), `kept` after one of several holds was released, `released` after the
  * lock was deleted. KEYS[1] = lock, KEYS[2] = unlock latch of this call (more keys for variants).
  * ARGV[1] = owner, ARGV[2] = channel, ARGV[3] = publish command (`publish` or `spublish`), ARGV[4] =
- * latch TTL (ms), ARGV[5] = '1' when this is a retry of the call. A retry replays the answer stored in
- * the latch, if any; otherwise returns nil when the owner does not hold the lock, 0 when one hold was
- * released and others remain (TTL unchanged), 1 when the lock was deleted, and stores that answer in
- * the latch.
+ * latch TTL (ms), ARGV[5] = '1' when this is a retry of the call, ARGV[6] = guard: the owner's hold count
+ * before the call as the client knows it, or '' when it may not know it (a grant whose reply was lost may
+ * be in Redis, or a background release of such a grant).
+ * Returns nil when the owner does not hold the lock, 0 when one hold was released and others remain (TTL
+ * unchanged), 1 when the lock was deleted; 2 or 3 for 0 or 1 when a guarded call stored its answer in the
+ * latch after all (see below: the caller deletes the latch then).
+ * A retry must replay the first attempt's answer when that attempt went through and its reply was lost:
+ * - With a guard, nothing is written on the happy path (issue 12): a retry that finds the owner's count
+ *   one below the guard answers what the first attempt did (0, or 1 at zero) without releasing again
+ *   (only the owner's own unlocks lower its count; an expiry removes the whole hash). A nil answer is
+ *   stored in the latch, so that a retry tells "the first attempt found no hold" from "it released the
+ *   last one"; so is an answer given while the owner's count differed from the guard (the client's count
+ *   is stale, as after a lease ran out inside a reentrant context), replied as 2 or 3. Not exact: a first
+ *   attempt that never reached Redis, when the hold then ended before the retry (read as released: the
+ *   owner holds nothing either way), or when the stale count is one above Redis's (the retry answers
+ *   without releasing; the hold then ends with its lease).
+ * - Without a guard every answer but nil is stored in the latch (Redisson's `unlock_latch`) and a retry
+ *   replays it.
  */
 export function unlockSource(parts: { prelude?: string; kept?: string; released: string }): string {
   return `${latchReplay('ARGV[5]', 'KEYS[2]')}${parts.prelude ?? ''}
-local count = redis.call('hget', KEYS[1], ARGV[1])
-if not count then return nil end
+local guard = tonumber(ARGV[6])
+local count = tonumber(redis.call('hget', KEYS[1], ARGV[1]) or '0')
+if guard ~= nil and ARGV[5] == '1' and count == guard - 1 then
+  if count == 0 then return 1 end
+  return 0
+end
+if count == 0 then
+  if guard ~= nil then redis.call('set', KEYS[2], -1, 'px', ARGV[4]) end
+  return nil
+end
 local result = 0
-if tonumber(count) > 1 then
+if count > 1 then
   redis.call('hincrby', KEYS[1], ARGV[1], -1)
   ${parts.kept ?? ''}
 else
@@ -107,7 +130,9 @@ else
   ${parts.released}
   result = 1
 end
+if guard ~= nil and count == guard then return result end
 redis.call('set', KEYS[2], result, 'px', ARGV[4])
+if guard ~= nil then return result + 2 end
 return result`;
 }
 

@@ -367,7 +367,7 @@ export class RPermitExpirableSemaphore {
       if (lost.has(id)) continue;
       const renewal = watchdog.reserve(PERMIT_RENEWAL, this.name, this.key, id, [this.key], [id]);
       watchdog.confirm(renewal, deadline - watchdog.leaseMs);
-      for (const controller of controllers) renewal.controllers.add(controller);
+      for (const controller of controllers) renewal.watch(controller);
     }
   }
 

@@ -162,6 +162,11 @@ abstract class ReadWriteSide extends RLock {
     return this.waitOn(this.channel, READ_WRITE_WAKE, waitMs, signal, attempt);
   }
 
+  /** '': the read-write unlock latches every answer (`RW_UNLOCK` takes no guard). */
+  protected override unlockGuard(): string {
+    return '';
+  }
+
   protected override runUnlock(owner: string, latch: string, attempt: number): Promise<unknown> {
     const { connection, latches } = this.core;
     return RW_UNLOCK.run(

@@ -40,8 +40,43 @@ export interface Connection {
   close(): Promise<void>;
 }
 
-/** Options handed to every raw command: no per-command timer, no type mapping, no abort signal. */
+/** relock's command options: no per-command timer, no type mapping, no abort signal. */
 const COMMAND_OPTIONS = Object.freeze({ timeout: undefined, typeMapping: undefined, abortSignal: undefined });
+
+/** A node-redis client (standalone, cluster or sentinel) with its command-options view. */
+interface WithCommandOptions {
+  withCommandOptions?(options: object): unknown;
+  readonly _commandOptions?: object;
+  readonly commandOptions?: object;
+}
+
+/**
+ * What relock sends its raw commands through, and the options to pass per call (undefined: none), so
+ * that they run with `COMMAND_OPTIONS` whatever the user's client defaults to. node-redis 6 merges a
+ * `withCommandOptions()` view's options into raw `sendCommand` calls: the view is made once and nothing
+ * is passed per call (per-call options cost an object spread per command, ~2 µs on Node 20: issue 12).
+ * node-redis 5's raw `sendCommand` ignores a view's options; there `COMMAND_OPTIONS` go with each call,
+ * as before, unless the client's defaults set none of them (5's default: nothing to override).
+ * The view is recognised by what only 6 does (never a false positive, which would let the user's
+ * timeout or type mapping through): a client's view merges the client's defaults (standalone), a
+ * sentinel's `commandOptions` reflect its view's, a cluster has `_policyResolver` (6's routing policies).
+ * @internal Carried to src/redis/clients/node-redis.ts when that lands.
+ */
+export function commandView<T extends object>(client: T, topology: Topology): { target: T; options: object | undefined } {
+  const c = client as T & WithCommandOptions;
+  const view = c.withCommandOptions?.(COMMAND_OPTIONS) as (T & WithCommandOptions) | undefined;
+  const honoured =
+    view !== undefined &&
+    (topology === 'standalone'
+      ? view._commandOptions !== COMMAND_OPTIONS
+      : topology === 'sentinel'
+        ? view.commandOptions !== c.commandOptions
+        : '_policyResolver' in c);
+  if (honoured) return { target: view, options: undefined };
+  const defaults = (topology === 'sentinel' ? c.commandOptions : c._commandOptions) as Record<string, unknown> | undefined;
+  const overrides = defaults !== undefined && Object.keys(COMMAND_OPTIONS).some((k) => defaults[k] !== undefined);
+  return { target: client, options: overrides ? COMMAND_OPTIONS : undefined };
+}
 
 interface EventSource {
   on(event: string, listener: (...args: unknown[]) => void): unknown;
@@ -161,6 +196,8 @@ function standaloneConnection(client: StandaloneClient, owned: boolean, onError:
   let subscriber: StandaloneClient | undefined;
   let subscriberReady: Promise<unknown> | undefined;
   const reconnected = new Notifier();
+  // Commands go through a view with relock's command options set once (see `commandView`).
+  const { target: commands, options } = commandView(client, 'standalone');
   const onCommandReady = reconnected.afterFirst(client.isReady);
   client.on('ready', onCommandReady);
 
@@ -185,9 +222,9 @@ function standaloneConnection(client: StandaloneClient, owned: boolean, onError:
     send(_firstKey, args) {
       if (ready !== undefined) {
         if (client.isReady) ready = undefined;
-        else return Promise.race([ready, connectError!.next()]).then(() => client.sendCommand(args, COMMAND_OPTIONS));
+        else return Promise.race([ready, connectError!.next()]).then(() => commands.sendCommand(args, options));
       }
-      return client.sendCommand(args, COMMAND_OPTIONS);
+      return commands.sendCommand(args, options);
     },
     sendKeyless(slotKey, args) {
       return this.send(slotKey, args);
@@ -217,11 +254,12 @@ function standaloneConnection(client: StandaloneClient, owned: boolean, onError:
 function clusterConnection(cluster: ClusterClient): Connection {
   const reconnected = new Notifier();
   cluster.on('node-ready', reconnected.notify);
+  const { target: commands, options } = commandView(cluster, 'cluster');
   return {
     topology: 'cluster',
     clientKeyPrefix: cluster._keyPrefix,
     publishCommand: 'spublish',
-    send: (firstKey, args) => cluster.sendCommand(firstKey, false, args, COMMAND_OPTIONS),
+    send: (firstKey, args) => commands.sendCommand(firstKey, false, args, options),
     sendKeyless: async (slotKey, args) => (await cluster.nodeClient(cluster.getSlotMaster(keySlot(slotKey)))).sendCommand(args, COMMAND_OPTIONS),
     subscribe: async (channel, listener) => void (await cluster.sSubscribe!(channel, listener)),
     unsubscribe: async (channel, listener) => void (await cluster.sUnsubscribe!(channel, listener)),
@@ -237,12 +275,13 @@ function clusterConnection(cluster: ClusterClient): Connection {
 function sentinelConnection(sentinel: SentinelClient): Connection {
   const reconnected = new Notifier();
   sentinel.on('topology-change', reconnected.notify);
+  const { target: commands, options } = commandView(sentinel, 'sentinel');
   return {
     topology: 'sentinel',
     clientKeyPrefix: sentinel._keyPrefix,
     publishCommand: 'publish',
-    send: (_firstKey, args) => sentinel.sendCommand(false, args, COMMAND_OPTIONS),
-    sendKeyless: (_slotKey, args) => sentinel.sendCommand(false, args, COMMAND_OPTIONS),
+    send: (_firstKey, args) => commands.sendCommand(false, args, options),
+    sendKeyless: (_slotKey, args) => commands.sendCommand(false, args, options),
     subscribe: async (channel, listener) => void (await sentinel.subscribe(channel, listener)),
     unsubscribe: async (channel, listener) => void (await sentinel.unsubscribe(channel, listener)),
     onReconnected: reconnected.add,

@@ -50,7 +50,11 @@ export interface RunOptions<T> {
 /** One attempt in flight, raced with its deadline (and abort signal). */
 class InFlight<T> {
   /** Cleared when the call settles, so that a settled call waiting for the next sweep holds nothing. */
-  private parts: { source: Promise<T>; resolve: (value: T) => void; reject: (error: unknown) => void; dangling: Array<Promise<T>> | undefined; signal: AbortSignal | undefined } | undefined;
+  private source: Promise<T> | undefined;
+  private resolveCall: ((value: T) => void) | undefined;
+  private rejectCall: ((error: unknown) => void) | undefined;
+  private dangling: Array<Promise<T>> | undefined;
+  private signal: AbortSignal | undefined;
 
   constructor(
     readonly at: number,
@@ -60,41 +64,47 @@ class InFlight<T> {
     dangling: Array<Promise<T>> | undefined,
     signal: AbortSignal | undefined,
   ) {
-    this.parts = { source, resolve, reject, dangling, signal };
+    this.source = source;
+    this.resolveCall = resolve;
+    this.rejectCall = reject;
+    this.dangling = dangling;
+    this.signal = signal;
   }
 
   get settled(): boolean {
-    return this.parts === undefined;
+    return this.source === undefined;
   }
 
   resolve(value: T): void {
-    this.settle()?.resolve(value);
+    const resolve = this.resolveCall;
+    if (this.settle()) resolve!(value);
   }
 
   reject(error: unknown): void {
-    this.settle()?.reject(error);
+    const reject = this.rejectCall;
+    if (this.settle()) reject!(error);
   }
 
   /** Stops waiting for the source: it may still succeed later, so it goes to `dangling`. */
   giveUp(error: unknown): void {
-    const parts = this.settle();
-    if (!parts) return;
-    parts.source.catch(() => {});
-    parts.dangling?.push(parts.source);
-    parts.reject(error);
+    const { source, dangling, rejectCall } = this;
+    if (!this.settle()) return;
+    source!.catch(() => {});
+    dangling?.push(source!);
+    rejectCall!(error);
   }
 
   /** The abort signal's listener. */
   handleEvent(): void {
-    this.giveUp(this.parts?.signal?.reason);
+    this.giveUp(this.signal?.reason);
   }
 
-  private settle(): NonNullable<InFlight<T>['parts']> | undefined {
-    const parts = this.parts;
-    if (!parts) return undefined;
-    this.parts = undefined;
-    parts.signal?.removeEventListener('abort', this);
-    return parts;
+  /** Forgets everything; false when already settled. (One object per attempt: no separate parts record.) */
+  private settle(): boolean {
+    if (this.source === undefined) return false;
+    this.signal?.removeEventListener('abort', this);
+    this.source = this.resolveCall = this.rejectCall = this.dangling = this.signal = undefined;
+    return true;
   }
 }
 

@@ -9,7 +9,8 @@ import { keySlot } from '../keys.js';
  * its answer under `relock:unlock:{name}:<id>` so that a retry of the same call after a lost reply
  * replays the first answer instead of failing as "not the owner". A latch is needed only while its call
  * is running: when the call returns, it is deleted in a batch (one UNLINK per slot every 50 ms), and its
- * TTL removes it if this process dies first.
+ * TTL removes it if this process dies first. A hash lock's unlock with a hold-count guard stores only a
+ * "not held" answer (see `unlockSource`): its caller releases the latch only when one may exist.
  */
 export class UnlockLatches {
   private readonly done = new Map<number, string[]>();

@@ -45,6 +45,9 @@ export function clockDriftMs(leaseMs: number): number {
 }
 
 /** One renewable hold: a (kind, key, owner) of this client, with its local lease deadline. */
+/** The controllers of every renewal without a handle: empty, never added to (see `Renewal.watch`). */
+const NO_HANDLES = new Set<AbortController>();
+
 export class Renewal {
   /** Acquisitions confirmed by Redis and not yet released. */
   holds = 0;
@@ -60,8 +63,11 @@ export class Renewal {
   failures = 0;
   inFlight = false;
   lastError: unknown = undefined;
-  /** Aborted (with a `LockLostError`) when the hold is lost. */
-  readonly controllers = new Set<AbortController>();
+  /**
+   * Aborted (with a `LockLostError`) when the hold is lost. The shared empty set until a handle watches
+   * the hold (`watch`): most holds have no handle (`lock()`), so none allocates a set of its own.
+   */
+  controllers: Set<AbortController> = NO_HANDLES;
   /** Holds of one group (kind and cluster slot) can share a renewal call. */
   readonly group: string;
 
@@ -69,6 +75,12 @@ export class Renewal {
    * Makes a dropped renewal new again for `Watchdog.reserve`; false (and unchanged) when it is still in
    * use: holding, pending, or with a renewal call in flight whose reply must not touch a new hold.
    */
+  /** Adds the controller of a handle on this hold (aborted when it is lost). */
+  watch(controller: AbortController): void {
+    if (this.controllers === NO_HANDLES) this.controllers = new Set();
+    this.controllers.add(controller);
+  }
+
   revive(): boolean {
     if (this.holds > 0 || this.pending > 0 || this.inFlight || this.controllers.size > 0) return false;
     this.deadline = 0;
@@ -240,7 +252,7 @@ export class Watchdog {
    */
   attach(name: string, key: string, owner: string, controller: AbortController): Renewal | undefined {
     const renewal = this.get(key, owner);
-    if (renewal) renewal.controllers.add(controller);
+    if (renewal) renewal.watch(controller);
     else controller.abort(new LockLostError(name, this.stopped ? 'shutdown' : 'expired'));
     return renewal;
   }

@@ -1,5 +1,13 @@
+import { join, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { createClient } from 'redis';
 import type { Adapter, AdapterOptions, Impl } from './types.js';
+
+/** relock from the source tree `options.baseline` (its `src/index.ts`; its node_modules must resolve). */
+async function baseline(options: AdapterOptions): Promise<typeof import('../../../src/index.js')> {
+  if (options.baseline === undefined) throw new Error('relock-base needs --baseline DIR (a source tree of relock, such as a git worktree of main)');
+  return (await import(pathToFileURL(join(resolve(options.baseline), 'src', 'index.ts')).href)) as typeof import('../../../src/index.js');
+}
 
 export interface Adapters {
   readonly list: readonly Adapter[];
@@ -8,14 +16,14 @@ export interface Adapters {
 }
 
 /**
- * Opens the adapters of `impls` against one Redis. relock and the floor share one node-redis client
+ * Opens the adapters of `impls` against one Redis. relock (and `relock-base`) and the floor share one node-redis client
  * made with `createClient({ url })` and nothing else (node-redis 6 defaults, per-command timeout
  * included: relock must not pay it); each peer gets its own ioredis client. Libraries are imported only
  * when asked for, so that a child process measuring one of them starts quickly.
  */
 export async function openAdapters(impls: readonly Impl[], options: AdapterOptions): Promise<Adapters> {
   let redis: ReturnType<typeof createClient> | undefined;
-  if (impls.includes('relock') || impls.includes('floor')) {
+  if (impls.some((impl) => impl === 'relock' || impl === 'relock-base' || impl === 'floor')) {
     redis = createClient({ url: options.url });
     redis.on('error', () => {});
     await redis.connect();
@@ -23,8 +31,9 @@ export async function openAdapters(impls: readonly Impl[], options: AdapterOptio
   const list: Adapter[] = [];
   for (const impl of impls) {
     if (impl === 'relock') list.push((await import('./relock.js')).relockAdapter(redis!, options));
+    else if (impl === 'relock-base') list.push((await import('./relock.js')).relockAdapter(redis!, options, impl, await baseline(options)));
     else if (impl === 'floor') list.push(await (await import('./floor.js')).floorAdapter(redis!));
-    else if (impl === 'redis-semaphore') list.push((await import('./redis-semaphore.js')).redisSemaphoreAdapter(options));
+    else if (impl === 'redis-semaphore' || impl === 'redis-semaphore-tuned') list.push((await import('./redis-semaphore.js')).redisSemaphoreAdapter(options, impl === 'redis-semaphore-tuned'));
     else list.push((await import('./redlock.js')).redlockAdapter(impl, options));
   }
   return {

@@ -13,15 +13,18 @@ interface RedlockLike {
 /** redlock has no default lease; the benchmark gives it relock's (`lockWatchdogTimeout`, 30 s). */
 const DEFAULT_LEASE_MS = 30_000;
 
+/** `redlock-tuned`: a retry every 2 ms (± 2 ms), and retries for 10 s, as long as redis-semaphore waits by default. */
+const TUNED = { retryDelay: 2, retryJitter: 2, retryCount: 2500 };
+
 /**
  * redlock 5.0.0-beta.2 or @sesamecare-oss/redlock on one ioredis 5 client, default settings (10
- * retries every 200 ms ± 100 ms jitter). Mutexes use `acquire` / `release` (no extension); `hold` uses
+ * retries every 200 ms ± 100 ms jitter); `redlock-tuned` with `TUNED`. Mutexes use `acquire` / `release` (no extension); `hold` uses
  * `using`, which extends the lock 500 ms before it expires.
  */
-export function redlockAdapter(impl: Extract<Impl, 'redlock' | 'sesamecare-redlock'>, options: AdapterOptions): Adapter {
+export function redlockAdapter(impl: Extract<Impl, 'redlock' | 'redlock-tuned' | 'sesamecare-redlock'>, options: AdapterOptions): Adapter {
   const redis = new Redis(options.url);
   redis.on('error', () => {});
-  const redlock = (impl === 'redlock' ? new Redlock([redis]) : new SesameRedlock([redis])) as unknown as RedlockLike;
+  const redlock = (impl === 'sesamecare-redlock' ? new SesameRedlock([redis]) : new Redlock([redis], impl === 'redlock-tuned' ? TUNED : {})) as unknown as RedlockLike;
   const gaveUp = (error: unknown): boolean => error instanceof ExecutionError || error instanceof SesameExecutionError;
   const lease = options.leaseMs ?? DEFAULT_LEASE_MS;
   return {

@@ -1,5 +1,6 @@
-import { createLockClient, type LockClient } from '../../../src/index.js';
-import type { Adapter, AdapterOptions, Mutex } from './types.js';
+import * as relock from '../../../src/index.js';
+import type { LockClient } from '../../../src/index.js';
+import type { Adapter, AdapterOptions, Impl, Mutex } from './types.js';
 
 /**
  * The Redisson semaphore API (`RSemaphore`) that relock's `getSemaphore` follows. It is being built on
@@ -14,14 +15,15 @@ type WithSemaphore = LockClient & { getSemaphore?: (name: string) => RSemaphoreA
 
 /**
  * relock on the given node-redis client, defaults except `lockWatchdogTimeout` when `leaseMs` is set.
- * Mutexes use `lock()` / `unlock()` (watchdog mode), one RLock object (one owner) per task.
+ * Mutexes use `lock()` / `unlock()` (watchdog mode), one RLock object (one owner) per task. `lib`: the
+ * relock module to use (`relock-base`: another source tree's, see `openAdapters`).
  */
-export function relockAdapter(redis: object, options: AdapterOptions): Adapter {
-  const client: WithSemaphore = createLockClient({ redis, ...(options.leaseMs === undefined ? {} : { lockWatchdogTimeout: options.leaseMs }) });
+export function relockAdapter(redis: object, options: AdapterOptions, impl: Extract<Impl, 'relock' | 'relock-base'> = 'relock', lib: Pick<typeof relock, 'createLockClient'> = relock): Adapter {
+  const client: WithSemaphore = lib.createLockClient({ redis, ...(options.leaseMs === undefined ? {} : { lockWatchdogTimeout: options.leaseMs }) });
   if (options.onLost) client.on('lockLost', options.onLost);
   const getSemaphore = client.getSemaphore?.bind(client);
   return {
-    impl: 'relock',
+    impl,
     mutex(name) {
       const lock = client.getLock(name);
       return {

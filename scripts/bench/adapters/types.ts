@@ -4,10 +4,23 @@
  * commandstats). Each adapter drives its library in its default configuration.
  */
 
-/** The libraries measured; `floor` is two bare EVALSHA round trips per cycle on relock's client. */
-export type Impl = 'relock' | 'redlock' | 'sesamecare-redlock' | 'redis-semaphore' | 'floor';
+/**
+ * The libraries measured: `floor` is two bare EVALSHA round trips per cycle on relock's client (its
+ * command options set once); `*-tuned` are peers with a short retry interval; `relock-base` is relock
+ * built from another source tree (`--baseline DIR`), for a before/after in one run.
+ */
+export type Impl = 'relock' | 'relock-base' | 'redlock' | 'redlock-tuned' | 'sesamecare-redlock' | 'redis-semaphore' | 'redis-semaphore-tuned' | 'floor';
 
-export const ALL_IMPLS: readonly Impl[] = ['relock', 'floor', 'redlock', 'sesamecare-redlock', 'redis-semaphore'];
+export const ALL_IMPLS: readonly Impl[] = ['relock', 'floor', 'redlock', 'redlock-tuned', 'sesamecare-redlock', 'redis-semaphore', 'redis-semaphore-tuned'];
+
+/** The peers, default and tuned: what `×best peer` compares with. */
+export const PEERS: readonly Impl[] = ['redlock', 'redlock-tuned', 'sesamecare-redlock', 'redis-semaphore', 'redis-semaphore-tuned'];
+
+/**
+ * Measured only in the in-process scenarios (1–3): a tuned peer differs from its default only in how
+ * often it polls a busy lock, and `relock-base` exists only in the benchmark's own process.
+ */
+export const IN_PROCESS_ONLY: readonly Impl[] = ['relock-base', 'redlock-tuned', 'redis-semaphore-tuned'];
 
 /** A lock (or one permit of a semaphore) as one task sees it: acquire, then release what it took. */
 export interface Mutex {
@@ -33,6 +46,8 @@ export interface AdapterOptions {
   leaseMs?: number;
   /** Called when a renewed hold is lost (scenario 5 counts them). */
   onLost?: () => void;
+  /** The source tree `relock-base` is loaded from (its `src/index.ts`). */
+  baseline?: string;
 }
 
 /**
@@ -43,10 +58,13 @@ export interface AdapterOptions {
  */
 export const REQUEST_COMMANDS: Readonly<Record<Impl, readonly string[]>> = {
   relock: ['evalsha', 'eval', 'unlink', 'subscribe', 'unsubscribe'],
+  'relock-base': ['evalsha', 'eval', 'unlink', 'subscribe', 'unsubscribe'],
   floor: ['evalsha'],
   redlock: ['evalsha', 'eval'],
+  'redlock-tuned': ['evalsha', 'eval'],
   'sesamecare-redlock': ['evalsha', 'eval'],
   'redis-semaphore': ['set', 'evalsha', 'eval'],
+  'redis-semaphore-tuned': ['set', 'evalsha', 'eval'],
 };
 
 export interface Adapter {

@@ -1,17 +1,18 @@
-import type { Adapter } from '../adapters/types.js';
+import { PEERS, type Adapter, type Impl } from '../adapters/types.js';
 import { Latencies, now, type Figures } from '../measure.js';
 import { acquireUntilGranted, closedLoop, inRounds, redisFigures, type BenchContext, type Column, type Row } from '../scenario.js';
 
 /**
  * Acquire + release cycles with nobody waiting: `tasks` loops, each on its own key, for every library
- * (the floor included), in rotating rounds. Figures: cycles per second, cycle latency p50/p99/max,
- * Redis requests, calls and server µs per cycle.
+ * (the floor included), in rotating rounds. Figures: cycles per second (and its ratio to the floor's and
+ * to the best peer's, default or tuned: ratios of the medians), cycle latency p50/p99/max, Redis
+ * requests, calls and server µs per cycle.
  */
-export function runCycles(ctx: BenchContext, label: string, tasks: number): Promise<Row[]> {
-  const rounds = ctx.quick ? 2 : 5;
-  const warmMs = ctx.quick ? 200 : 500;
-  const measureMs = ctx.quick ? 700 : 2000;
-  return inRounds(ctx, ctx.adapters, rounds, label, async (adapter: Adapter, round: number): Promise<Figures> => {
+export async function runCycles(ctx: BenchContext, label: string, tasks: number): Promise<Row[]> {
+  const rounds = ctx.quick ? 3 : 5;
+  const warmMs = ctx.quick ? 300 : 500;
+  const measureMs = ctx.quick ? 1500 : 2000;
+  const rows = await inRounds(ctx, ctx.adapters, rounds, label, async (adapter: Adapter, round: number): Promise<Figures> => {
     const mutexes = Array.from({ length: tasks }, (_, t) => adapter.mutex(`bench:${ctx.runId}:${label}:${adapter.impl}:${round}:${t}`));
     const latency = new Latencies();
     let cycles = 0;
@@ -28,12 +29,28 @@ export function runCycles(ctx: BenchContext, label: string, tasks: number): Prom
     });
     return { cyclesPerSec: cycles / result.seconds, ...latency.figures('latency'), ...redisFigures(ctx, adapter, result, cycles) };
   });
+  return withRatios(rows);
+}
+
+/** Adds `xFloor` and `xBestPeer` (cycles/s over the floor's, over the best peer's, default or tuned) to each row. */
+export function withRatios(rows: Row[]): Row[] {
+  const rate = (impl: Impl): number | undefined => rows.find((r) => r.impl === impl)?.figures.cyclesPerSec;
+  const floor = rate('floor');
+  const peers = PEERS.map(rate).filter((v): v is number => v !== undefined);
+  const best = peers.length > 0 ? Math.max(...peers) : undefined;
+  return rows.map((row) => {
+    const value = row.figures.cyclesPerSec;
+    if (value === undefined) return row;
+    return { ...row, figures: { ...row.figures, ...(floor ? { xFloor: value / floor } : {}), ...(best ? { xBestPeer: value / best } : {}) } };
+  });
 }
 
 /** The table of scenarios 1 and 2; latencies with `latencyDecimals` decimals. */
 export function cycleColumns(latencyDecimals: number): Column[] {
   return [
     { figure: 'cyclesPerSec', heading: 'cycles/s', decimals: 0 },
+    { figure: 'xFloor', heading: '×floor', decimals: 2 },
+    { figure: 'xBestPeer', heading: '×best peer', decimals: 2 },
     { figure: 'latencyP50Ms', heading: 'p50 ms', decimals: latencyDecimals },
     { figure: 'latencyP99Ms', heading: 'p99 ms', decimals: latencyDecimals },
     { figure: 'redisCommandsPerAcquire', heading: 'requests/cycle', decimals: 2 },

@@ -1,0 +1,122 @@
+/**
+ * The unlock guard (issue 12): an unlock writes no key but the lock's own on the happy path, and a
+ * retried unlock still replays the first attempt's answer (the hold-count guard, or the latch of a nil
+ * answer). Runs for every hash lock whose unlock takes the guard (not the read-write lock, which latches
+ * every answer).
+ */
+import { describe, expect, it } from '@jest/globals';
+import { IllegalMonitorStateError, type LockClient, type RLock } from '../../src/index.js';
+import { useStandaloneTopology } from '../shared/topology.js';
+import { uniqueName, waitUntil } from '../support/helpers.js';
+import { VARIANTS } from '../contract/variants.js';
+
+const topology = useStandaloneTopology();
+
+/** Calls of `command` so far (INFO commandstats), scripts' inner calls included. */
+async function calls(command: string): Promise<number> {
+  const info = String(await topology().command('any', ['INFO', 'commandstats']));
+  return Number(new RegExp(`^cmdstat_${command}:calls=(\\d+)`, 'm').exec(info)?.[1] ?? 0);
+}
+
+/** The keys of `key`'s hash tag left in Redis, but a fencing counter (kept on purpose). */
+async function left(key: string): Promise<string[]> {
+  return (await topology().keys(`*${key.slice(key.indexOf('{'))}*`, key)).filter((k) => !k.includes('relock:fence:'));
+}
+
+/** Takes `lock` with a 100 ms lease in the current context and waits until Redis expired it (the client still counts it). */
+async function expiredHold(lock: RLock): Promise<void> {
+  expect(await lock.tryLock(0, 100, 'ms')).toBe(true);
+  await waitUntil(async () => (await topology().redis.exists(lock.key)) === 0, 2000, 10, 'the lease to end');
+}
+
+for (const v of VARIANTS.filter((variant) => variant.kind !== 'read-write-lock')) {
+  describe(`${v.name} unlock guard`, () => {
+    const newLock = (c: LockClient): RLock => v.of(c, `guard:{${uniqueName()}}`);
+
+    it('an unlock sends one request and writes no key besides the lock (no latch SET, no UNLINK)', async () => {
+      const { client, redis } = topology();
+      const c = client();
+      const lock = newLock(c);
+      await lock.lock();
+      const before = { set: await calls('set'), unlink: await calls('unlink'), evalsha: await calls('evalsha') };
+      await lock.unlock();
+      await c.shutdown(); // sends the pending latch deletions, if any
+      expect(await calls('set')).toBe(before.set);
+      expect(await calls('unlink')).toBe(before.unlink);
+      expect(await calls('evalsha')).toBe(before.evalsha + 1);
+      expect(await redis.exists(lock.key)).toBe(0);
+    });
+
+    it('a retried unlock of the last hold after a lost reply succeeds once and leaves no key', async () => {
+      const { client: c, loseReplyTo } = await topology().lossyClient();
+      const { redis } = topology();
+      const lock = newLock(c);
+      await c.runInContext(async () => {
+        await lock.lock();
+        let lost = false;
+        void loseReplyTo(lock.key).then(() => (lost = true));
+        await lock.unlock();
+        expect(lost).toBe(true);
+        expect(await lock.getHoldCount()).toBe(0);
+      });
+      expect(await redis.exists(lock.key)).toBe(0);
+      await waitUntil(async () => (await left(lock.key)).length === 0, 2000, 20, 'no latch left');
+    });
+
+    it('a retried unlock whose first attempt found no hold (lease over) still throws IllegalMonitorStateError', async () => {
+      const { client: c, loseReplyTo } = await topology().lossyClient();
+      const lock = newLock(c);
+      await c.runInContext(async () => {
+        await expiredHold(lock);
+        let lost = false;
+        void loseReplyTo(lock.key).then(() => (lost = true));
+        await expect(lock.unlock()).rejects.toBeInstanceOf(IllegalMonitorStateError);
+        expect(lost).toBe(true);
+      });
+      await waitUntil(async () => (await left(lock.key)).length === 0, 2000, 20, 'the nil latch deleted');
+    });
+
+    it('an unlock by an owner that holds nothing throws, and the latch of its nil answer is deleted', async () => {
+      const { client, redis } = topology();
+      const holder = newLock(client());
+      await holder.lock();
+      const other = v.of(client(), holder.name);
+      await expect(other.unlock()).rejects.toBeInstanceOf(IllegalMonitorStateError);
+      // Deleted in the next latch batch (50 ms), far sooner than its TTL.
+      await waitUntil(async () => (await left(holder.key)).join() === holder.key, 1000, 10, 'the nil latch deleted');
+      expect(await redis.exists(holder.key)).toBe(1);
+      await holder.unlock();
+    });
+
+    it("a retried unlock replays its answer when the client's hold count was stale (a reentrant lease ran out)", async () => {
+      const { client: c, loseReplyTo } = await topology().lossyClient();
+      const { redis } = topology();
+      const lock = newLock(c);
+      await c.runInContext(async () => {
+        await expiredHold(lock);
+        // The client still counts the expired hold: it knows 2 holds, Redis has 1.
+        expect(await lock.tryLock(0, 10_000, 'ms')).toBe(true);
+        let lost = false;
+        void loseReplyTo(lock.key).then(() => (lost = true));
+        await lock.unlock();
+        expect(lost).toBe(true);
+      });
+      expect(await redis.exists(lock.key)).toBe(0);
+      await waitUntil(async () => (await left(lock.key)).length === 0, 2000, 20, 'the latch deleted');
+    });
+
+    it('an unlock answered while the hold count was stale deletes the latch it stored', async () => {
+      const { client, redis } = topology();
+      const c = client();
+      const lock = newLock(c);
+      await c.runInContext(async () => {
+        await expiredHold(lock);
+        expect(await lock.tryLock(0, 10_000, 'ms')).toBe(true);
+        await lock.unlock();
+      });
+      expect(await redis.exists(lock.key)).toBe(0);
+      // Deleted in the next latch batch (50 ms), far sooner than its TTL.
+      await waitUntil(async () => (await left(lock.key)).length === 0, 1000, 10, 'the latch deleted');
+    });
+  });
+}
