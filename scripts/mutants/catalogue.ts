@@ -39,7 +39,7 @@ export const CATALOGUE: readonly CatalogueEntry[] = [
     find: 'return { id: newId(), parent: undefined, holds: new Map(), detached: true };',
     replace: 'return ((globalThis as { relockShared?: LockContext }).relockShared ??= { id: newId(), parent: undefined, holds: new Map(), detached: true });',
     tests: [CORE],
-    pattern: '^one lock object shared by concurrent tasks outside any context lock: Promise.all',
+    pattern: '^one lock object shared by concurrent tasks outside any context RLock: Promise.all',
     quick: true,
   },
   {

@@ -1,3 +1,4 @@
+import { cutAtDeadline } from '../redis/failures.js';
 import { monotonic } from '../time.js';
 import type { Channels, WakeRule } from './channels.js';
 
@@ -26,13 +27,28 @@ export interface WaitOptions<T> {
 }
 
 /**
+ * The outcome of an attempt after the first of a wait: undefined when it was given up at the end of the
+ * wait time (no reply by then, see `RunOptions.deadline`): Redis answered an earlier attempt, so the wait
+ * ran out rather than Redis failing (a grant it may have made is undone as any late grant). When the first
+ * attempt is given up that way, Redis answered nothing during the whole wait and the error goes up.
+ */
+export function laterAttempt<T>(attempt: Promise<Attempt<T>>): Promise<Attempt<T> | undefined> {
+  return attempt.catch((error: unknown) => {
+    if (cutAtDeadline(error)) return undefined;
+    throw error;
+  });
+}
+
+/**
  * The wait loop of every blocking acquisition (Redisson's `tryLock` loop): try; if busy and time is left,
  * subscribe to the object's channel, try again (a release published while subscribing is not missed;
  * skipped when the channel was already subscribed before the first attempt),
  * then sleep until a message or until `min(retryAfter, remaining)` (the timer covers lost messages and
  * crashed holders, who publish nothing), and repeat. When the subscription cannot be made in time it
  * polls with jittered exponential backoff instead, capped by the holder's TTL. Resolves to the acquired
- * value, or `undefined` when the wait time ran out; rejects with `signal.reason` when aborted.
+ * value, or `undefined` when the wait time ran out; rejects with `signal.reason` when aborted. Bounded by
+ * the wait time even when Redis does not answer (an attempt in flight is given up at its end, see
+ * `laterAttempt`).
  */
 export async function waitFor<T>(options: WaitOptions<T>): Promise<T | undefined> {
   const { channels, signal, waitMs } = options;
@@ -57,7 +73,9 @@ export async function waitFor<T>(options: WaitOptions<T>): Promise<T | undefined
     for (;;) {
       signal?.throwIfAborted();
       if (!current) {
-        result = await options.attempt(deadline);
+        const next = await laterAttempt(options.attempt(deadline));
+        if (!next) return undefined;
+        result = next;
         woken = false;
         if (result.acquired) return result.value;
       }
