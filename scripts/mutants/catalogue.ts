@@ -210,6 +210,14 @@ export const CATALOGUE: readonly CatalogueEntry[] = [
     pattern: '^one name, one kind a name held by a RLock',
   },
   {
+    id: 'wait-bound',
+    mechanism: 'a call with a wait time settles within it when Redis does not answer (offline queue)',
+    file: 'src/redis/executor.ts',
+    find: 'const deadline = options.deadline !== undefined && options.deadline > monotonic() ? options.deadline + DEADLINE_GRACE_MS : undefined;',
+    replace: 'const deadline = undefined;',
+    tests: ['test/wait-bound.test.ts'],
+  },
+  {
     id: 'shutdown-tells',
     mechanism: 'shutdown tells every renewed hold it is lost (signal aborts, lockLost)',
     file: 'src/watchdog/watchdog.ts',

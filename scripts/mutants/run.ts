@@ -7,8 +7,8 @@
  * entry whose `find` text no longer occurs exactly once.
  *
  * Flags: `--quick` (the entries marked `quick`, the subset `.ci/run` runs), `--only id,id`, `--json` (the
- * results as JSON on stdout), `--write-docs` (rewrites the table in docs/reliability.md between its
- * `mutants` markers). Runs one mutant at a time (each jest run uses the machine's two workers).
+ * results as JSON on stdout), `--baseline` (first runs each entry's tests without its mutation: they must
+ * pass), `--write-docs` (rewrites the table in docs/reliability.md between its `mutants` markers). Runs one mutant at a time (each jest run uses the machine's two workers).
  */
 import { spawn } from 'node:child_process';
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -40,18 +40,20 @@ interface Args {
   only: string[] | undefined;
   json: boolean;
   writeDocs: boolean;
+  baseline: boolean;
 }
 
 function parseArgs(argv: readonly string[]): Args {
-  const args: Args = { quick: false, only: undefined, json: false, writeDocs: false };
+  const args: Args = { quick: false, only: undefined, json: false, writeDocs: false, baseline: false };
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]!;
     if (arg === '--quick') args.quick = true;
     else if (arg === '--json') args.json = true;
     else if (arg === '--write-docs') args.writeDocs = true;
+    else if (arg === '--baseline') args.baseline = true;
     else if (arg === '--only') args.only = (argv[++i] ?? '').split(',').filter((id) => id !== '');
     else if (arg.startsWith('--only=')) args.only = arg.slice('--only='.length).split(',').filter((id) => id !== '');
-    else throw new Error(`unknown argument ${arg} (expected --quick, --only id,id, --json, --write-docs)`);
+    else throw new Error(`unknown argument ${arg} (expected --quick, --only id,id, --json, --write-docs, --baseline)`);
   }
   return args;
 }
@@ -125,13 +127,25 @@ function judge(report: JestReport | undefined, dir: string): { verdict: Verdict;
   return { verdict: 'survived', by: `${report.numPassedTests} tests passed` };
 }
 
-async function runOne(entry: CatalogueEntry): Promise<Outcome> {
+/**
+ * Runs the entry's tests on a scratch copy with its mutation applied. With `baseline`, first on a copy
+ * without it: they must pass there, or a failure would prove nothing (a flaky or broken test).
+ */
+async function runOne(entry: CatalogueEntry, baseline: boolean): Promise<Outcome> {
   const started = performance.now();
   const outputFile = join(tmpdir(), `relock-mutants-${process.pid}-${entry.id}.json`);
-  rmSync(outputFile, { force: true });
+  const run = (mutated: boolean): Promise<{ verdict: Verdict; by: string }> => {
+    rmSync(outputFile, { force: true });
+    return withMutant(mutated ? [entry] : [], async (dir) => judge(await runJest(dir, entry, outputFile), dir));
+  };
+  const outcome = (verdict: Verdict, by: string): Outcome => ({ id: entry.id, mechanism: entry.mechanism, verdict, by, seconds: Math.round((performance.now() - started) / 1000) });
   try {
-    const { verdict, by } = await withMutant([entry], async (dir) => judge(await runJest(dir, entry, outputFile), dir));
-    return { id: entry.id, mechanism: entry.mechanism, verdict, by, seconds: Math.round((performance.now() - started) / 1000) };
+    if (baseline) {
+      const clean = await run(false);
+      if (clean.verdict !== 'survived') return outcome('error', `fails without the mutation: ${clean.by}`);
+    }
+    const { verdict, by } = await run(true);
+    return outcome(verdict, by);
   } finally {
     rmSync(outputFile, { force: true });
   }
@@ -163,7 +177,7 @@ async function main(): Promise<number> {
   const outcomes: Outcome[] = [];
   for (const entry of entries) {
     if (!args.json) process.stderr.write(`${entry.id} … `);
-    const outcome = await runOne(entry);
+    const outcome = await runOne(entry, args.baseline);
     outcomes.push(outcome);
     if (!args.json) process.stderr.write(`${outcome.verdict} (${outcome.seconds} s)\n`);
   }
