@@ -22,8 +22,19 @@ export interface WaitOptions<T> {
   /** Longest timer fallback when the attempt gives no retry time (a key without TTL, lost messages). */
   maxPollMs: number;
   signal?: AbortSignal | undefined;
-  /** One attempt; `deadline` is the monotonic end of the wait (undefined: no limit). */
+  /** One attempt; `deadline` is the end of the wait as `waitDeadline` gives it (pass it to `Executor.run`). */
   attempt: (deadline: number | undefined) => Promise<Attempt<T>>;
+}
+
+/**
+ * The `deadline` of the attempts of a wait of `waitMs` from `start` (monotonic ms), for `Executor.run`:
+ * undefined without a limit, `-Infinity` for a single attempt (wait 0: no retry, and the attempt is bounded
+ * by the response timeout alone), else the end of the wait (no retry starts after it, and an attempt still
+ * in flight then is given up; see `RunOptions.deadline`).
+ */
+export function waitDeadline(waitMs: number, start: number): number | undefined {
+  if (!Number.isFinite(waitMs)) return undefined;
+  return waitMs <= 0 ? -Infinity : start + waitMs;
 }
 
 /**
@@ -53,7 +64,7 @@ export function laterAttempt<T>(attempt: Promise<Attempt<T>>): Promise<Attempt<T
 export async function waitFor<T>(options: WaitOptions<T>): Promise<T | undefined> {
   const { channels, signal, waitMs } = options;
   const start = monotonic();
-  const deadline = Number.isFinite(waitMs) ? start + waitMs : undefined;
+  const deadline = waitDeadline(waitMs, start);
   // When other local waiters already hold a live subscription, every release published after the first
   // attempt reaches this process, so that attempt's answer stays valid and need not be repeated.
   const liveBefore = channels.isLive(options.channel);

@@ -36,8 +36,8 @@ export interface RunOptions<T> {
   /** Stops retrying and rejects with the signal's reason. */
   signal?: AbortSignal | undefined;
   /**
-   * Monotonic time after which no new attempt starts: the end of the caller's wait time. When it is
-   * still ahead as the call starts (a wait longer than 0), an attempt in flight is also given up at
+   * Monotonic time after which no new attempt starts: the end of the caller's wait time (`waitDeadline`;
+   * `-Infinity` for a single attempt). When it is finite, an attempt in flight is also given up at
    * `deadline + DEADLINE_GRACE_MS` when the response timeout would come later (a `ResponseTimeoutError`
    * with `atDeadline`, ambiguous as a lost reply), so that a call with a wait time settles within it
    * even when the client queues commands while Redis is down (node-redis's offline queue).
@@ -147,7 +147,7 @@ export class Executor {
   async run<T>(operation: string, call: (attempt: number) => Promise<T>, options: RunOptions<T>): Promise<T> {
     if (this.closed) throw new ClientClosedError();
     const dangling: Array<Promise<T>> | undefined = options.onLateResults ? [] : undefined;
-    const deadline = options.deadline !== undefined && options.deadline > monotonic() ? options.deadline + DEADLINE_GRACE_MS : undefined;
+    const deadline = options.deadline !== undefined && Number.isFinite(options.deadline) ? options.deadline + DEADLINE_GRACE_MS : undefined;
     let first: unknown;
     try {
       return await this.bounded(call(1), this.responseTimeout, options.signal, dangling, deadline);
