@@ -9,9 +9,9 @@ import { FAIR_ACQUIRE, FAIR_FORCE_UNLOCK, FAIR_LEAVE, FAIR_UNLOCK } from './scri
 const WAKE_ONE = (): number => 1;
 
 /**
- * How long a waiter that gave up waits for its leave of the queue (ms, plus the executor's grace): a
- * call with a wait time settles within it even when Redis does not answer; the leave then goes on in
- * the background, and the waiter's deadline removes it anyway.
+ * How long a waiter that gave up waits for its leave of the queue while the connection is down (ms, plus
+ * the executor's grace): a call with a wait time settles within it even when Redis is unreachable; the
+ * leave then goes on in the background, and the waiter's deadline removes it anyway.
  */
 const LEAVE_WAIT_MS = 20;
 
@@ -81,7 +81,7 @@ export class RFairLock extends RLock {
   /**
    * Waits on the owner's own channel. A wait that ends without the lock (wait time over, abort, error)
    * leaves the queue: awaited when the wait time ran out (so a `false` from `tryLock` means the owner is
-   * no longer queued, unless Redis did not answer the leave within `LEAVE_WAIT_MS`), in the background otherwise (the command is sent before any later one of this
+   * no longer queued, unless the connection was down, see `LEAVE_WAIT_MS`), in the background otherwise (the command is sent before any later one of this
    * client, and the waiter's deadline removes it anyway if Redis cannot be reached).
    */
   protected override async waitForLock(waitMs: number, signal: AbortSignal | undefined, attempt: (deadline: number | undefined) => Promise<Attempt<Grant>>, owner: string): Promise<Grant | undefined> {

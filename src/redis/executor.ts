@@ -37,10 +37,12 @@ export interface RunOptions<T> {
   signal?: AbortSignal | undefined;
   /**
    * Monotonic time after which no new attempt starts: the end of the caller's wait time (`waitDeadline`;
-   * `-Infinity` for a single attempt). When it is finite, an attempt in flight is also given up at
-   * `deadline + DEADLINE_GRACE_MS` when the response timeout would come later (a `ResponseTimeoutError`
-   * with `atDeadline`, ambiguous as a lost reply), so that a call with a wait time settles within it
-   * even when the client queues commands while Redis is down (node-redis's offline queue).
+   * `-Infinity` for a single attempt). When it is finite and the connection is down then
+   * (`Connection.offline()`), an attempt in flight is also given up at `deadline + DEADLINE_GRACE_MS`
+   * when the response timeout would come later (a `ResponseTimeoutError` with `atDeadline`, ambiguous as
+   * a lost reply), so that a call with a wait time settles within it even when the client queues commands
+   * while Redis is down (node-redis's offline queue). A slow reply on a live connection keeps the
+   * response timeout.
    */
   deadline?: number | undefined;
   /** The key and the kind of object calling, to name in a `WrongTypeError` when Redis answers WRONGTYPE. */
@@ -227,7 +229,14 @@ export class Executor {
       if (signal) signal.addEventListener('abort', call, { once: true });
       if (cutAt !== undefined && cutAt < call.at) {
         const waited = Math.max(0, cutAt - now);
-        call.cutTimer = outsideContexts(() => setTimeout(() => call.giveUp(new ResponseTimeoutError(Math.round(waited), true)), waited));
+        call.cutTimer = outsideContexts(() =>
+          setTimeout(() => {
+            // Only a command Redis cannot be answering (the connection is down, node-redis queues it) is
+            // given up early: a slow reply on a live connection keeps the response timeout, so that a
+            // grant it carries (a fencing token) is not thrown away.
+            if (this.connection.offline()) call.giveUp(new ResponseTimeoutError(Math.round(waited), true));
+          }, waited),
+        );
       }
       promise.then(
         (value) => call.resolve(value),
