@@ -211,7 +211,7 @@ export const CATALOGUE: readonly CatalogueEntry[] = [
   },
   {
     id: 'wait-bound',
-    mechanism: 'a call with a wait time settles within it when Redis does not answer (offline queue)',
+    mechanism: 'a call with a wait time settles within it while the connection is down (offline queue)',
     file: 'src/redis/executor.ts',
     find: 'const deadline = options.deadline !== undefined && Number.isFinite(options.deadline) ? options.deadline + DEADLINE_GRACE_MS : undefined;',
     replace: 'const deadline = undefined;',
