@@ -55,7 +55,8 @@ export function checkMutations(root: string, mutations: readonly Mutation[]): vo
 /** The files of the tree at `root` that git tracks or would track (untracked but not ignored). */
 function treeFiles(root: string): string[] {
   const out = execFileSync('git', ['ls-files', '-z', '--cached', '--others', '--exclude-standard'], { cwd: root, maxBuffer: 64 << 20 });
-  return out.toString('utf8').split('\0').filter((f) => f !== '');
+  // `node_modules` is linked, never copied (a link to it is listed as untracked: `node_modules/` ignores folders only).
+  return out.toString('utf8').split('\0').filter((f) => f !== '' && f !== 'node_modules');
 }
 
 /**

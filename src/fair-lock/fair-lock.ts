@@ -2,10 +2,18 @@ import type { Core } from '../core.js';
 import { auxName } from '../keys.js';
 import { acquireResult, RLock, type AcquireResult, type Grant } from '../lock/lock.js';
 import type { Attempt } from '../pubsub/wait.js';
+import { monotonic } from '../time.js';
 import { FAIR_ACQUIRE, FAIR_FORCE_UNLOCK, FAIR_LEAVE, FAIR_UNLOCK } from './scripts.js';
 
 /** One message on a waiter's own channel wakes its (single) waiting call. */
 const WAKE_ONE = (): number => 1;
+
+/**
+ * How long a waiter that gave up waits for its leave of the queue while the connection is down (ms, plus
+ * the executor's grace): a call with a wait time settles within it even when Redis is unreachable; the
+ * leave then goes on in the background, and the waiter's deadline removes it anyway.
+ */
+const LEAVE_WAIT_MS = 20;
 
 /**
  * A reentrant lock granted first come, first served across processes (Redisson's `RFairLock`). It has
@@ -73,7 +81,7 @@ export class RFairLock extends RLock {
   /**
    * Waits on the owner's own channel. A wait that ends without the lock (wait time over, abort, error)
    * leaves the queue: awaited when the wait time ran out (so a `false` from `tryLock` means the owner is
-   * no longer queued), in the background otherwise (the command is sent before any later one of this
+   * no longer queued, unless the connection was down, see `LEAVE_WAIT_MS`), in the background otherwise (the command is sent before any later one of this
    * client, and the waiter's deadline removes it anyway if Redis cannot be reached).
    */
   protected override async waitForLock(waitMs: number, signal: AbortSignal | undefined, attempt: (deadline: number | undefined) => Promise<Attempt<Grant>>, owner: string): Promise<Grant | undefined> {
@@ -112,6 +120,7 @@ export class RFairLock extends RLock {
     try {
       await executor.run('fairLock.leave', () => FAIR_LEAVE.run(connection, [this.key, this.queueKey, this.timeoutKey], [owner, this.channel, connection.publishCommand]), {
         idempotent: true,
+        deadline: monotonic() + LEAVE_WAIT_MS,
       });
     } catch (error) {
       log.warn({ lock: this.name, owner, err: error }, 'could not leave the fair lock queue; the waiter is dropped at its deadline');

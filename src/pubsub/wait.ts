@@ -1,5 +1,6 @@
 import type { MetricKind } from '../observe/kinds.js';
 import { probed, type Holders, type Observer } from '../observe/observer.js';
+import { cutAtDeadline } from '../redis/failures.js';
 import { monotonic } from '../time.js';
 import type { Channels, WakeRule } from './channels.js';
 
@@ -24,8 +25,9 @@ export interface WaitOptions<T> {
   maxPollMs: number;
   signal?: AbortSignal | undefined;
   /**
-   * One attempt; `deadline` is the monotonic end of the wait (undefined: no limit); `wake` is what woke
-   * the waiter before it: a message on the channel, or a timer (undefined for the first attempt).
+   * One attempt; `deadline` is the end of the wait as `waitDeadline` gives it (pass it to `Executor.run`);
+   * `wake` is what woke the waiter before it: a message on the channel, or a timer (undefined for the first
+   * attempt).
    */
   attempt: (deadline: number | undefined, wake?: 'message' | 'timer') => Promise<Attempt<T>>;
   /** The object waited for, when the wait is the whole acquisition call: it is measured (`Observer.acquire`). */
@@ -42,13 +44,39 @@ export interface Observed {
 }
 
 /**
+ * The `deadline` of the attempts of a wait of `waitMs` from `start` (monotonic ms), for `Executor.run`:
+ * undefined without a limit, `-Infinity` for a single attempt (wait 0: no retry, and the attempt is bounded
+ * by the response timeout alone), else the end of the wait (no retry starts after it, and an attempt still
+ * in flight then is given up; see `RunOptions.deadline`).
+ */
+export function waitDeadline(waitMs: number, start: number): number | undefined {
+  if (!Number.isFinite(waitMs)) return undefined;
+  return waitMs <= 0 ? -Infinity : start + waitMs;
+}
+
+/**
+ * The outcome of an attempt after the first of a wait: undefined when it was given up at the end of the
+ * wait time (no reply by then, see `RunOptions.deadline`): Redis answered an earlier attempt, so the wait
+ * ran out rather than Redis failing (a grant it may have made is undone as any late grant). When the first
+ * attempt is given up that way, Redis answered nothing during the whole wait and the error goes up.
+ */
+export function laterAttempt<T>(attempt: Promise<Attempt<T>>): Promise<Attempt<T> | undefined> {
+  return attempt.catch((error: unknown) => {
+    if (cutAtDeadline(error)) return undefined;
+    throw error;
+  });
+}
+
+/**
  * The wait loop of every blocking acquisition (Redisson's `tryLock` loop): try; if busy and time is left,
  * subscribe to the object's channel, try again (a release published while subscribing is not missed;
  * skipped when the channel was already subscribed before the first attempt),
  * then sleep until a message or until `min(retryAfter, remaining)` (the timer covers lost messages and
  * crashed holders, who publish nothing), and repeat. When the subscription cannot be made in time it
  * polls with jittered exponential backoff instead, capped by the holder's TTL. Resolves to the acquired
- * value, or `undefined` when the wait time ran out; rejects with `signal.reason` when aborted.
+ * value, or `undefined` when the wait time ran out; rejects with `signal.reason` when aborted. Bounded by
+ * the wait time even when Redis does not answer (an attempt in flight is given up at its end, see
+ * `laterAttempt`).
  */
 export function waitFor<T>(options: WaitOptions<T>): Promise<T | undefined> {
   const o = options.observed;
@@ -60,7 +88,7 @@ export function waitFor<T>(options: WaitOptions<T>): Promise<T | undefined> {
 async function waitLoop<T>(options: WaitOptions<T>): Promise<T | undefined> {
   const { channels, signal, waitMs } = options;
   const start = monotonic();
-  const deadline = Number.isFinite(waitMs) ? start + waitMs : undefined;
+  const deadline = waitDeadline(waitMs, start);
   // When other local waiters already hold a live subscription, every release published after the first
   // attempt reaches this process, so that attempt's answer stays valid and need not be repeated.
   const liveBefore = channels.isLive(options.channel);
@@ -80,7 +108,9 @@ async function waitLoop<T>(options: WaitOptions<T>): Promise<T | undefined> {
     for (;;) {
       signal?.throwIfAborted();
       if (!current) {
-        result = await options.attempt(deadline, woken ? 'message' : 'timer');
+        const next = await laterAttempt(options.attempt(deadline, woken ? 'message' : 'timer'));
+        if (!next) return undefined;
+        result = next;
         woken = false;
         if (result.acquired) return result.value;
       }

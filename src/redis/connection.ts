@@ -36,6 +36,12 @@ export interface Connection {
    * changed (failover, slots moved): pub/sub messages may have been lost meanwhile and holds may be gone.
    */
   onReconnected(callback: () => void): void;
+  /**
+   * True while the command connection is down and node-redis queues commands instead of sending them
+   * (its offline queue: Redis unreachable, or reconnecting). Always false on a cluster, whose per-node
+   * state is not tracked here.
+   */
+  offline(): boolean;
   /** Closes the connections relock created; leaves a user-supplied client open. */
   close(): Promise<void>;
 }
@@ -107,6 +113,7 @@ interface ClusterClient extends EventSource, PubSubApi {
 }
 interface SentinelClient extends EventSource, PubSubApi {
   sendCommand(isReadonly: boolean | undefined, args: readonly string[], options?: object): Promise<unknown>;
+  readonly isReady?: boolean;
   getSentinelNode(): unknown;
   readonly _keyPrefix?: string;
 }
@@ -229,6 +236,7 @@ function standaloneConnection(client: StandaloneClient, owned: boolean, onError:
     sendKeyless(slotKey, args) {
       return this.send(slotKey, args);
     },
+    offline: () => !client.isReady,
     async subscribe(channel, listener) {
       await getSubscriber();
       await subscriber!.subscribe(channel, listener);
@@ -264,6 +272,7 @@ function clusterConnection(cluster: ClusterClient): Connection {
     subscribe: async (channel, listener) => void (await cluster.sSubscribe!(channel, listener)),
     unsubscribe: async (channel, listener) => void (await cluster.sUnsubscribe!(channel, listener)),
     onReconnected: reconnected.add,
+    offline: () => false,
     close: async () => void cluster.off?.('node-ready', reconnected.notify),
   };
 }
@@ -285,6 +294,7 @@ function sentinelConnection(sentinel: SentinelClient): Connection {
     subscribe: async (channel, listener) => void (await sentinel.subscribe(channel, listener)),
     unsubscribe: async (channel, listener) => void (await sentinel.unsubscribe(channel, listener)),
     onReconnected: reconnected.add,
+    offline: () => sentinel.isReady === false,
     close: async () => void sentinel.off?.('topology-change', reconnected.notify),
   };
 }

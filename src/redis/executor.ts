@@ -26,6 +26,9 @@ export interface RetryPolicy {
   randomize: boolean;
 }
 
+/** How long after the end of its caller's wait time an attempt in flight is given up (ms). */
+export const DEADLINE_GRACE_MS = 30;
+
 export const DEFAULT_RETRY: RetryPolicy = Object.freeze({ retries: 4, minTimeout: 50, maxTimeout: 1000, factor: 2, randomize: true });
 
 export interface RunOptions<T> {
@@ -33,7 +36,15 @@ export interface RunOptions<T> {
   idempotent: boolean;
   /** Stops retrying and rejects with the signal's reason. */
   signal?: AbortSignal | undefined;
-  /** Monotonic time after which no new attempt starts. */
+  /**
+   * Monotonic time after which no new attempt starts: the end of the caller's wait time (`waitDeadline`;
+   * `-Infinity` for a single attempt). When it is finite and the connection is down then
+   * (`Connection.offline()`), an attempt in flight is also given up at `deadline + DEADLINE_GRACE_MS`
+   * when the response timeout would come later (a `ResponseTimeoutError` with `atDeadline`, ambiguous as
+   * a lost reply), so that a call with a wait time settles within it even when the client queues commands
+   * while Redis is down (node-redis's offline queue). A slow reply on a live connection keeps the
+   * response timeout.
+   */
   deadline?: number | undefined;
   /** The key and the kind of object calling, to name in a `WrongTypeError` when Redis answers WRONGTYPE. */
   expects?: { key: string; kind: ObjectKind } | undefined;
@@ -55,6 +66,8 @@ class InFlight<T> {
   private rejectCall: ((error: unknown) => void) | undefined;
   private dangling: Array<Promise<T>> | undefined;
   private signal: AbortSignal | undefined;
+  /** Gives the attempt up at its caller's deadline (see `RunOptions.deadline`), if that comes first. */
+  cutTimer: NodeJS.Timeout | undefined;
 
   constructor(
     readonly at: number,
@@ -103,6 +116,7 @@ class InFlight<T> {
   private settle(): boolean {
     if (this.source === undefined) return false;
     this.signal?.removeEventListener('abort', this);
+    if (this.cutTimer) clearTimeout(this.cutTimer);
     this.source = this.resolveCall = this.rejectCall = this.dangling = this.signal = undefined;
     return true;
   }
@@ -148,30 +162,30 @@ export class Executor {
   async run<T>(operation: string, call: (attempt: number) => Promise<T>, options: RunOptions<T>): Promise<T> {
     if (this.closed) throw new ClientClosedError();
     const dangling: Array<Promise<T>> | undefined = options.onLateResults ? [] : undefined;
+    const deadline = options.deadline !== undefined && Number.isFinite(options.deadline) ? options.deadline + DEADLINE_GRACE_MS : undefined;
     let first: unknown;
     try {
       this.onRequest?.(operation);
-      return await this.bounded(call(1), this.responseTimeout, options.signal, dangling);
+      return await this.bounded(call(1), this.responseTimeout, options.signal, dangling, deadline);
     } catch (error) {
       first = error;
     }
     try {
       if (!this.retryable(first, options)) throw first;
-      const { deadline } = options;
       const signal = options.signal ? AbortSignal.any([options.signal, this.closing.signal]) : this.closing.signal;
       return await pRetry(
         (attempt) => {
           if (attempt === 1) throw ownRealm(first);
           if (this.closed) throw new ClientClosedError();
           this.onRequest?.(operation);
-          return this.bounded(call(attempt), this.responseTimeout, signal, dangling).catch((error: unknown) => {
+          return this.bounded(call(attempt), this.responseTimeout, signal, dangling, deadline).catch((error: unknown) => {
             throw ownRealm(error);
           });
         },
         {
           ...this.policy,
           signal,
-          maxRetryTime: deadline === undefined ? Infinity : Math.max(0, deadline - monotonic()),
+          maxRetryTime: options.deadline === undefined ? Infinity : Math.max(0, options.deadline - monotonic()),
           shouldRetry: ({ error, attemptNumber }) => attemptNumber === 1 || this.retryable(error, options),
           onFailedAttempt: ({ error, attemptNumber, retriesLeft }) => {
             if (retriesLeft > 0) this.log.debug({ operation, attempt: attemptNumber, err: error }, 'Redis call failed; retrying');
@@ -216,13 +230,29 @@ export class Executor {
     this.sweeper = undefined;
   }
 
-  /** Races one attempt with the response timeout and the abort signal; an attempt given up on goes to `dangling`. */
-  private bounded<T>(promise: Promise<T>, timeoutMs: number, signal: AbortSignal | undefined, dangling: Array<Promise<T>> | undefined): Promise<T> {
+  /**
+   * Races one attempt with the response timeout, the abort signal and `cutAt` (monotonic ms: the caller's
+   * deadline plus grace, when it comes before the response timeout; an exact timer, the sweeper is coarse);
+   * an attempt given up on goes to `dangling`.
+   */
+  private bounded<T>(promise: Promise<T>, timeoutMs: number, signal: AbortSignal | undefined, dangling: Array<Promise<T>> | undefined, cutAt?: number): Promise<T> {
     return new Promise<T>((resolve, reject) => {
-      const call = new InFlight<T>(monotonic() + timeoutMs, promise, resolve, reject, dangling, signal);
+      const now = monotonic();
+      const call = new InFlight<T>(now + timeoutMs, promise, resolve, reject, dangling, signal);
       this.inFlight.push(call as InFlight<unknown>);
       if (!this.sweeper) this.armSweeper();
       if (signal) signal.addEventListener('abort', call, { once: true });
+      if (cutAt !== undefined && cutAt < call.at) {
+        const waited = Math.max(0, cutAt - now);
+        call.cutTimer = outsideContexts(() =>
+          setTimeout(() => {
+            // Only a command Redis cannot be answering (the connection is down, node-redis queues it) is
+            // given up early: a slow reply on a live connection keeps the response timeout, so that a
+            // grant it carries (a fencing token) is not thrown away.
+            if (this.connection.offline()) call.giveUp(new ResponseTimeoutError(Math.round(waited), true));
+          }, waited),
+        );
+      }
       promise.then(
         (value) => call.resolve(value),
         (error: unknown) => call.reject(error),

@@ -38,8 +38,12 @@ export function classify(failure: unknown): Failure {
 
 /** No reply within the response timeout; the command may still run. */
 export class ResponseTimeoutError extends Error {
-  constructor(timeoutMs: number) {
-    super(`no reply from Redis within ${timeoutMs} ms`);
+  constructor(
+    timeoutMs: number,
+    /** The attempt was given up at the end of its caller's wait time, before the response timeout. */
+    readonly atDeadline = false,
+  ) {
+    super(atDeadline ? `no reply from Redis before the wait time ran out (${timeoutMs} ms)` : `no reply from Redis within ${timeoutMs} ms`);
     this.name = 'ResponseTimeoutError';
   }
 }
@@ -66,4 +70,13 @@ export function deniedBy(failure: unknown, sent: string): { command: string; per
     if (match) return { command: (match[1] ?? sent).toLowerCase(), permission };
   }
   return undefined;
+}
+
+/**
+ * Whether `error` (a relock error or its cause) is an attempt given up at the end of its caller's wait
+ * time (see `RunOptions.deadline`): its outcome is unknown, as after any lost reply.
+ */
+export function cutAtDeadline(error: unknown): boolean {
+  const cause = (error as { cause?: unknown } | undefined)?.cause ?? error;
+  return cause instanceof ResponseTimeoutError && cause.atDeadline;
 }

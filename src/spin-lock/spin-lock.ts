@@ -2,7 +2,7 @@ import { ExponentialBackoff, pause, resolveBackoff, type BackoffOptions } from '
 import type { Core } from '../core.js';
 import type { Grant } from '../lock/lock.js';
 import { RLock } from '../lock/lock.js';
-import type { Attempt } from '../pubsub/wait.js';
+import { laterAttempt, waitDeadline, type Attempt } from '../pubsub/wait.js';
 import { monotonic } from '../time.js';
 
 /**
@@ -50,10 +50,11 @@ export class SpinLock extends RLock {
 
   /** Polls: attempt, pause `min(backoff, remaining wait, holder's TTL)`, attempt again. */
   protected override async waitForLock(waitMs: number, signal: AbortSignal | undefined, attempt: (deadline: number | undefined) => Promise<Attempt<Grant>>): Promise<Grant | undefined> {
-    const deadline = Number.isFinite(waitMs) ? monotonic() + waitMs : undefined;
+    const deadline = waitDeadline(waitMs, monotonic());
     const backoff = new ExponentialBackoff(this.backoff);
-    for (;;) {
-      const result = await attempt(deadline);
+    for (let first = true; ; first = false) {
+      const result = first ? await attempt(deadline) : await laterAttempt(attempt(deadline));
+      if (!result) return undefined;
       if (result.acquired) return result.value;
       const left = deadline === undefined ? Infinity : deadline - monotonic();
       if (left <= 0) return undefined;

@@ -1,0 +1,99 @@
+/**
+ * A call with a wait time is bounded by it (issue 17): with a default node-redis client, whose offline
+ * queue holds commands while Redis is down, every primitive's call with a 1 s wait settles within the
+ * wait plus 100 ms (not after the 3 s response timeout): with `RedisUnavailableError` when Redis answered
+ * nothing during the wait, with "not acquired" when Redis went away while the call waited on a holder.
+ * A real redis-server is killed.
+ */
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { RedisUnavailableError, type LockClient, type RLock } from '../src/index.js';
+import { commandCalls, connect, lockClient, uniqueName, waitUntil, type Redis } from './support/helpers.js';
+import { startRedis, type RedisServer } from './support/redis.js';
+
+const WAIT_MS = 1000;
+const SLACK_MS = 100;
+
+/** Every call with a wait time, one per primitive, each on a name of its own; resolves to what it got. */
+const CALLS: ReadonlyArray<[string, (c: LockClient, name: string) => Promise<unknown>]> = [
+  ['RLock', (c, n) => c.getLock(n).tryLock(WAIT_MS, 'ms')],
+  ['FencedLock', (c, n) => c.getFencedLock(n).tryLock(WAIT_MS, 'ms')],
+  ['RFairLock', (c, n) => c.getFairLock(n).tryLock(WAIT_MS, 'ms')],
+  ['SpinLock', (c, n) => c.getSpinLock(n).tryLock(WAIT_MS, 'ms')],
+  ['RReadLock', (c, n) => c.getReadWriteLock(n).readLock().tryLock(WAIT_MS, 'ms')],
+  ['RWriteLock', (c, n) => c.getReadWriteLock(n).writeLock().tryLock(WAIT_MS, 'ms')],
+  ['RSemaphore', (c, n) => c.getSemaphore(n).tryAcquire(WAIT_MS, 'ms')],
+  ['RPermitExpirableSemaphore', (c, n) => c.getPermitExpirableSemaphore(n).tryAcquire(WAIT_MS, 'ms')],
+  ['RCountDownLatch', (c, n) => c.getCountDownLatch(n).await(WAIT_MS, 'ms')],
+];
+
+/** How long `call` takes to settle, and how. */
+async function timed(call: Promise<unknown>): Promise<{ ms: number; value?: unknown; error?: unknown }> {
+  const started = performance.now();
+  try {
+    const value = await call;
+    return { ms: performance.now() - started, value };
+  } catch (error) {
+    return { ms: performance.now() - started, error };
+  }
+}
+
+describe('a call with a wait time is bounded by it', () => {
+  let server: RedisServer;
+  let redis: Redis;
+  let client: LockClient;
+  /** Resolves once the test's connection answers again after a restart. */
+  const reachable = (): Promise<unknown> => waitUntil(() => redis.ping().then(() => true, () => false), 10_000, 20, 'Redis to be reachable again');
+
+  beforeAll(async () => {
+    server = await startRedis({ controllable: true });
+    redis = await connect(server.url); // node-redis defaults: offline queue on
+    client = lockClient(redis); // default responseTimeout (3 s) and retry policy
+  });
+  afterAll(async () => {
+    await client.shutdown();
+    redis.destroy();
+    await server.stop();
+  });
+
+  it('while Redis is down, every primitive settles within the wait + 100 ms, with RedisUnavailableError', async () => {
+    await server.kill();
+    try {
+      const wrong: string[] = [];
+      for (const [kind, call] of CALLS) {
+        const outcome = await timed(call(client, `{${uniqueName()}}`));
+        if (!(outcome.error instanceof RedisUnavailableError)) wrong.push(`${kind}: settled with ${String(outcome.error ?? outcome.value)}`);
+        if (outcome.ms >= WAIT_MS + SLACK_MS) wrong.push(`${kind}: settled after ${Math.round(outcome.ms)} ms`);
+      }
+      expect(wrong).toEqual([]);
+    } finally {
+      await server.restart();
+      await reachable();
+    }
+  });
+  it('when Redis goes down while the call waits on a holder, it settles within the wait + 100 ms, not acquired', async () => {
+    const holder = lockClient(redis);
+    const scripts = async (): Promise<number> => (await commandCalls(redis, 'evalsha')) + (await commandCalls(redis, 'eval'));
+    const cases: ReadonlyArray<[string, (c: LockClient, name: string) => RLock]> = [
+      ['RLock', (c, n) => c.getLock(n)],
+      ['RFairLock', (c, n) => c.getFairLock(n)],
+      ['SpinLock', (c, n) => c.getSpinLock(n)],
+    ];
+    const wrong: string[] = [];
+    for (const [kind, of] of cases) {
+      const name = `{${uniqueName()}}`;
+      await of(holder, name).acquire({ leaseTime: 10, unit: 'seconds' });
+      const before = await scripts();
+      const waiting = timed(of(client, name).tryLock(WAIT_MS, 'ms'));
+      // Redis answered the first attempt (busy: a second one was sent); it goes away while the call waits.
+      await waitUntil(async () => (await scripts()) - before >= 2, 2000, 5, 'a second attempt');
+      await server.kill();
+      const outcome = await waiting;
+      if (outcome.value !== false) wrong.push(`${kind}: settled with ${String(outcome.error ?? outcome.value)}`);
+      if (outcome.ms >= WAIT_MS + SLACK_MS) wrong.push(`${kind}: settled after ${Math.round(outcome.ms)} ms`);
+      await server.restart();
+      await reachable();
+    }
+    await holder.shutdown();
+    expect(wrong).toEqual([]);
+  });
+});
