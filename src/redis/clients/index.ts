@@ -1,6 +1,8 @@
 import { InvalidArgumentError } from '../../errors.js';
 import { redisUrlProblem, type ClientAdapter, type Connection, type ConnectionOptions } from '../connection.js';
-import { nodeRedis, nodeRedisUrlConnection } from './node-redis.js';
+import { ioredis } from './ioredis.js';
+import { nodeRedis } from './node-redis.js';
+import { urlConnection } from './url.js';
 
 /**
  * The client families relock recognises, asked in this order; the first whose `recognises` accepts the
@@ -10,10 +12,12 @@ import { nodeRedis, nodeRedisUrlConnection } from './node-redis.js';
  * ── GLIDE ── `./glide.ts` exports `glide: ClientAdapter` (GlideClient, GlideClusterClient, recognised by
  * `customCommand`); add it to this list, before `nodeRedis`.
  */
-const ADAPTERS: readonly ClientAdapter[] = [nodeRedis];
+const ADAPTERS: readonly ClientAdapter[] = [ioredis, nodeRedis];
 
 /** What each family is created with, for the message about an object no adapter recognises. */
-const EXPECTED = 'node-redis (createClient, createCluster or createSentinel from "redis", v5 or v6)';
+const EXPECTED =
+  'node-redis (createClient, createCluster or createSentinel from "redis", v5 or v6), or ioredis / iovalkey (new Redis(...), new Cluster([...])); ' +
+  'a node-redis client has `isReady` and `sendCommand`, an ioredis one `call` and `status`';
 
 /** Builds the `Connection` for a user-supplied client or a URL. Throws `InvalidArgumentError` for neither, a bad URL or an unknown client. */
 export function openConnection(options: ConnectionOptions): Connection {
@@ -22,11 +26,8 @@ export function openConnection(options: ConnectionOptions): Connection {
     if (client === null || typeof client !== 'object') {
       throw new InvalidArgumentError('redis', `expected a Redis client: ${EXPECTED}; got ${client === null ? 'null' : typeof client}`);
     }
-    if (typeof (client as { status?: unknown }).status === 'string' && typeof (client as { evalsha?: unknown }).evalsha === 'function' && !('isReady' in client)) {
-      throw new InvalidArgumentError('redis', 'this looks like an ioredis client; relock talks to Redis through node-redis: pass createClient(), createCluster() or createSentinel() from "redis" (v5 or v6), or give `url`');
-    }
     const adapter = ADAPTERS.find((a) => a.recognises(client));
-    if (adapter === undefined) throw new InvalidArgumentError('redis', `not a Redis client relock recognises: expected ${EXPECTED}`);
+    if (adapter === undefined) throw new InvalidArgumentError('redis', `not a Redis client relock recognises (it has none of the marks below): expected ${EXPECTED}`);
     return adapter.open(client, options.onError);
   }
   if (options.url === undefined) {
@@ -34,5 +35,5 @@ export function openConnection(options: ConnectionOptions): Connection {
   }
   const problem = redisUrlProblem(options.url);
   if (problem) throw new InvalidArgumentError('url', problem);
-  return nodeRedisUrlConnection(options.url, options.onError);
+  return urlConnection(options.url, options.onError);
 }
