@@ -27,7 +27,8 @@ function ioredisLike(name: string, Redis: typeof IoRedis, Cluster: typeof IoClus
   const opened = async (client: IoRedis | IoCluster): Promise<OpenedClient> => {
     client.on('error', () => {});
     if (client.status !== 'ready') await new Promise((resolve) => client.once('ready', resolve));
-    return { client, close: () => client.quit().catch(() => client.disconnect()) };
+    // disconnect(), not quit(): the server may be gone already, and a quit would wait for a reconnect.
+    return { client, close: async () => client.disconnect() };
   };
   return {
     name,

@@ -200,7 +200,10 @@ function standaloneConnection(client: IoRedis, onError: ErrorSink, ownsClient = 
   commands.on('ready', onCommandReady);
   const listeners = new Listeners();
   let subscriber: IoRedis | undefined;
+  let closed = false;
   const getSubscriber = (): IoRedis => {
+    // None after close(): it would reconnect forever, with nobody to close it.
+    if (closed) throw new Error('Connection is closed.');
     if (!subscriber) {
       subscriber = subscriberOf(client, onError, reconnected);
       subscriber.on('message', listeners.dispatch);
@@ -222,6 +225,7 @@ function standaloneConnection(client: IoRedis, onError: ErrorSink, ownsClient = 
     },
     onReconnected: reconnected.add,
     async close() {
+      closed = true;
       commands.off?.('ready', onCommandReady);
       commands.off?.('close', inFlight.abandon);
       subscriber?.disconnect();
@@ -255,7 +259,10 @@ function clusterConnection(cluster: IoCluster, onError: ErrorSink): Connection {
     if (!node) throw new Error(`CLUSTERDOWN no known primary serves slot ${slot} yet`);
     return node;
   };
+  let closed = false;
   const subscriberFor = (node: IoRedis): IoRedis => {
+    // None after close(): it would reconnect forever, with nobody to close it.
+    if (closed) throw new Error('Connection is closed.');
     const key = nodeKey(node);
     let sub = subscribers.get(key);
     if (!sub) {
@@ -307,6 +314,7 @@ function clusterConnection(cluster: IoCluster, onError: ErrorSink): Connection {
     },
     onReconnected: reconnected.add,
     async close() {
+      closed = true;
       commands.off?.('refresh', rehome);
       commands.off?.('+node', reconnected.notify);
       commands.off?.('-node', reconnected.notify);
