@@ -32,7 +32,8 @@ const ioredisOpen = io.status === 'ready';
 await io.quit();
 
 const byUrl = createLockClient({ url });
-const viaUrl = await byUrl.getLock(`${name}:url`).tryLock(1, 5, 'seconds');
-await byUrl.getLock(`${name}:url`).unlock();
+const urlLock = byUrl.getLock(`${name}:url`);
+const viaUrl = await urlLock.tryLock(1, 5, 'seconds');
+await urlLock.unlock();
 await byUrl.shutdown();
 console.log(JSON.stringify({ redisInstalled, sold, stockLeft, oversold, ioredisOpen, viaUrl }));
