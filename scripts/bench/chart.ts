@@ -15,6 +15,7 @@ export interface Panel {
 const COLORS: Record<Impl, string> = {
   relock: '#1b7837',
   'relock-base': '#a6dba0',
+  'relock-ioredis': '#7fbc41',
   floor: '#888888',
   redlock: '#c51b7d',
   'redlock-tuned': '#8e0152',

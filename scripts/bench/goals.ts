@@ -68,6 +68,25 @@ export function evaluateGoals(results: Results): GoalResult[] {
     goals.push(requests === undefined ? missing(goal, 'scenario 1 with relock') : { goal, pass: requests <= 2.005, detail: `relock ${fmt(requests, 2)} requests per cycle` });
   }
   {
+    // Issue 11: relock on ioredis next to the peers on the same ioredis client, with the ratios.
+    const goal = 'relock on ioredis ahead of every peer on the same ioredis client (uncontended, contention)';
+    const ratios = (scenario: string, name: string): string | undefined => {
+      const relock = figure(results, scenario, 'relock-ioredis', name);
+      const peers = peerFigures(results, scenario, name);
+      if (relock === undefined || peers.length === 0) return undefined;
+      const ofNodeRedis = figure(results, scenario, 'relock', name);
+      return `${scenario}: relock-ioredis ${fmt(relock)}/s = ${peers.map(([i, v]) => `${fmt(relock / v, 2)}× ${i}`).join(', ')}${ofNodeRedis === undefined ? '' : `; ${fmt(relock / ofNodeRedis, 2)}× relock on node-redis`}`;
+    };
+    const details = [ratios('uncontended', 'cyclesPerSec'), ratios('contention', 'csPerSec')].filter((d): d is string => d !== undefined);
+    const ahead = (scenario: string, name: string): boolean => {
+      const relock = figure(results, scenario, 'relock-ioredis', name);
+      return relock === undefined || peerFigures(results, scenario, name).every(([, v]) => relock > v);
+    };
+    goals.push(details.length === 0
+      ? missing(goal, 'scenario 1 or 3 with relock-ioredis and a peer')
+      : { goal, pass: ahead('uncontended', 'cyclesPerSec') && ahead('contention', 'csPerSec'), detail: details.join(' | ') });
+  }
+  {
     const goal = "Contention: wait p99 at least 10× lower than the peers' defaults and 4× lower than the tuned peers";
     const relock = figure(results, 'contention', 'relock', 'waitP99Ms');
     const peers = peerFigures(results, 'contention', 'waitP99Ms');

@@ -4,11 +4,13 @@
  * 1 replica each).
  */
 import { abortTests } from '../contract/abort.js';
+import { clientAcceptanceTests } from '../contract/clients.js';
 import { kindMatrixTests } from '../contract/kinds.js';
 import { lockContractTests } from '../contract/lock-contract.js';
 import { useClusterTopology } from '../shared/topology.js';
 
 const { topology } = useClusterTopology();
+clientAcceptanceTests(topology);
 lockContractTests(topology);
 kindMatrixTests(topology);
 abortTests(topology, 200);

@@ -4,8 +4,10 @@
  */
 import { useStandaloneTopology } from '../shared/topology.js';
 import { kindMatrixTests } from './kinds.js';
+import { clientAcceptanceTests } from './clients.js';
 import { lockContractTests } from './lock-contract.js';
 
 const topology = useStandaloneTopology();
+clientAcceptanceTests(topology);
 lockContractTests(topology);
 kindMatrixTests(topology);

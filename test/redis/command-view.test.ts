@@ -5,7 +5,8 @@
 import { describe, expect, it } from '@jest/globals';
 import { createClient, createCluster, createSentinel, RESP_TYPES } from 'redis';
 import { createClient as createClientV5, createCluster as createClusterV5, createSentinel as createSentinelV5 } from 'redis-v5';
-import { commandView, openConnection } from '../../src/redis/connection.js';
+import { openConnection } from '../../src/redis/clients/index.js';
+import { commandView } from '../../src/redis/clients/node-redis.js';
 import { useRedis } from '../support/harness.js';
 import { uniqueName } from '../support/helpers.js';
 

@@ -14,6 +14,7 @@ import { useRedis } from '../support/harness.js';
 import { aclRule } from '../support/acl.js';
 import { connect, lockClient, numsub, type Redis } from '../support/helpers.js';
 import { startProxy, type TcpProxy } from '../support/tcp-proxy.js';
+import type { ClientFamily, OpenedClient } from './clients.js';
 
 export interface RedisLike {
   del(key: string): Promise<number>;
@@ -39,8 +40,9 @@ export interface LossyClient {
 }
 
 export interface Topology {
+  /** The deployment, with the client family when it is not node-redis (`'cluster on ioredis'`). */
   readonly name: string;
-  /** A lock client on the deployment, shut down after each test. */
+  /** A lock client on the deployment (through the topology's client family), shut down after each test. */
   client(options?: ClientOptions): LockClient;
   /** A node-redis client for checks. */
   readonly redis: RedisLike;
@@ -71,6 +73,8 @@ function useDisposer(): (close: () => Promise<unknown>) => void {
 
 /** How the lock clients of a standalone topology run: scripting mode, and a Redis user of their own. */
 export interface StandaloneOptions {
+  /** Lock clients go through this family's client (default node-redis); checks use node-redis. */
+  family?: ClientFamily;
   /** The `scripting` option of every lock client (default: relock's). */
   scripting?: ScriptingMode;
   /**
@@ -80,9 +84,29 @@ export interface StandaloneOptions {
   acl?: { mode: 'eval' | 'functions'; keyPrefix: string };
 }
 
-/** The topology of a test file with a redis-server of its own (registers the file's hooks). */
+/**
+ * The user's client of `family` (opened before the file's tests, closed after them), or undefined for
+ * node-redis, which the topology opens itself.
+ */
+function useFamilyClient(family: ClientFamily | undefined, open: (family: ClientFamily) => Promise<OpenedClient>): () => object | undefined {
+  let opened: OpenedClient | undefined;
+  beforeAll(async () => {
+    if (family) opened = await open(family);
+  }, 60_000);
+  afterAll(async () => {
+    await opened?.close();
+  });
+  return () => opened?.client;
+}
+
+/**
+ * The topology of a test file with a redis-server of its own (registers the file's hooks). Lock clients
+ * go through `family`'s client (default node-redis); checks use node-redis.
+ */
 export function useStandaloneTopology(options: StandaloneOptions = {}): () => Topology {
+  const { family } = options;
   const env = useRedis();
+  const familyClient = useFamilyClient(family, (f) => f.standalone(env.server.url));
   const dispose = useDisposer();
   const { scripting, acl } = options;
   const user = acl && { username: `relock-${acl.mode}`, password: 'least-privilege' };
@@ -96,8 +120,8 @@ export function useStandaloneTopology(options: StandaloneOptions = {}): () => To
   }
   const defaults = { ...(scripting && { scripting }), ...(acl && { keyPrefix: acl.keyPrefix }) };
   return () => ({
-    name: 'standalone',
-    client: (clientOptions) => lockClient(userRedis ?? env.redis, { ...defaults, ...clientOptions }),
+    name: family ? `standalone on ${family.name}` : 'standalone',
+    client: (clientOptions) => lockClient(userRedis ?? familyClient() ?? env.redis, { ...defaults, ...clientOptions }),
     redis: env.redis,
     subscribers: (channel) => numsub(env.redis, channel),
     command: (_key, args) => env.redis.sendCommand(args),
@@ -109,9 +133,10 @@ export function useStandaloneTopology(options: StandaloneOptions = {}): () => To
     async lossyClient(options) {
       const proxy = await startProxy(env.server.host, env.server.port);
       dispose(() => proxy.close());
-      const redis = await connect(`redis://127.0.0.1:${proxy.port}`, user);
+      const url = `redis://127.0.0.1:${proxy.port}`;
+      const redis = family ? await family.standalone(url) : await connect(url, user).then((client) => ({ client, close: () => client.close() }));
       dispose(() => redis.close());
-      return { client: lockClient(redis, { ...defaults, ...options }), loseReplyTo: (key) => proxy.loseReply({ match: scriptCallOn(key) }) };
+      return { client: lockClient(redis.client, { ...defaults, ...options }), loseReplyTo: (key) => proxy.loseReply({ match: scriptCallOn(key) }) };
     },
   });
 }
@@ -119,8 +144,9 @@ export function useStandaloneTopology(options: StandaloneOptions = {}): () => To
 /**
  * The topology of a test file with a Redis Cluster of its own (3 primaries, 1 replica each; started
  * before its tests, stopped after them, with a check that no sharded subscription was left behind).
+ * Lock clients go through `family`'s client (default node-redis); checks use node-redis.
  */
-export function useClusterTopology(): { topology: () => Topology; cluster: () => RedisClusterHandle } {
+export function useClusterTopology(family?: ClientFamily): { topology: () => Topology; cluster: () => RedisClusterHandle } {
   let cluster: RedisClusterHandle;
   let redis: Awaited<ReturnType<RedisClusterHandle['connect']>>;
   const clients: LockClient[] = [];
@@ -131,7 +157,7 @@ export function useClusterTopology(): { topology: () => Topology; cluster: () =>
     const reply = (await cluster.command(primary, ['PUBSUB', 'SHARDNUMSUB', channel])) as unknown[];
     return Number(reply[1]);
   };
-  const client = (options?: ClientOptions, on = redis): LockClient => {
+  const client = (options?: ClientOptions, on: object = familyClient() ?? redis): LockClient => {
     const made = createLockClient({ redis: on, ...options });
     clients.push(made);
     return made;
@@ -142,6 +168,7 @@ export function useClusterTopology(): { topology: () => Topology; cluster: () =>
     cluster = await startCluster();
     redis = await cluster.connect();
   }, 60_000);
+  const familyClient = useFamilyClient(family, (f) => f.cluster(cluster.nodes[0]!.port));
   afterEach(async () => {
     await Promise.all(clients.splice(0).map((c) => c.shutdown()));
   });
@@ -152,7 +179,7 @@ export function useClusterTopology(): { topology: () => Topology; cluster: () =>
     await cluster?.stop();
   });
   const topology = (): Topology => ({
-    name: 'cluster',
+    name: family ? `cluster on ${family.name}` : 'cluster',
     client,
     redis,
     subscribers: shardSubscribers,
@@ -180,12 +207,10 @@ export function useClusterTopology(): { topology: () => Topology; cluster: () =>
         return proxy && { host: '127.0.0.1', port: proxy.port };
       };
       const first = proxies.get(cluster.nodes[0]!.port)!;
-      const lossy = createCluster({ rootNodes: [{ url: `redis://127.0.0.1:${first.port}` }], nodeAddressMap: viaProxy });
-      lossy.on('error', () => {});
-      await lossy.connect();
+      const lossy = family ? await family.cluster(first.port, viaProxy) : await nodeRedisCluster(first.port, viaProxy);
       dispose(() => lossy.close());
       return {
-        client: client(options, lossy as unknown as typeof redis),
+        client: client(options, lossy.client),
         // Armed on every node's proxy at once (the call may be on its way already: no time to look up its
         // node); only the node of the key's slot sees it, and the others are disarmed after the loss.
         loseReplyTo: async (key) => {
@@ -196,4 +221,12 @@ export function useClusterTopology(): { topology: () => Topology; cluster: () =>
     },
   });
   return { topology, cluster: () => cluster };
+}
+
+/** A connected node-redis cluster client seeded with `port`, dialling each node at `map(address)`. */
+async function nodeRedisCluster(port: number, map: (address: string) => { host: string; port: number } | undefined): Promise<OpenedClient> {
+  const cluster = createCluster({ rootNodes: [{ url: `redis://127.0.0.1:${port}` }], nodeAddressMap: map });
+  cluster.on('error', () => {});
+  await cluster.connect();
+  return { client: cluster, close: () => cluster.close() };
 }

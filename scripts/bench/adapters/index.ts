@@ -1,5 +1,6 @@
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { Redis } from 'ioredis';
 import { createClient } from 'redis';
 import type { Adapter, AdapterOptions, Impl } from './types.js';
 
@@ -18,8 +19,10 @@ export interface Adapters {
 /**
  * Opens the adapters of `impls` against one Redis. relock (and `relock-base`) and the floor share one node-redis client
  * made with `createClient({ url })` and nothing else (node-redis 6 defaults, per-command timeout
- * included: relock must not pay it); each peer gets its own ioredis client. Libraries are imported only
- * when asked for, so that a child process measuring one of them starts quickly.
+ * included: relock must not pay it). relock-ioredis and the peers share one ioredis client, made with
+ * `new Redis(url, { autoResendUnfulfilledCommands: false })` (so that relock sends on it rather than on a
+ * duplicate: src/redis/clients/ioredis.ts). Libraries are imported only when asked for, so that a child
+ * process measuring one of them starts quickly.
  */
 export async function openAdapters(impls: readonly Impl[], options: AdapterOptions): Promise<Adapters> {
   let redis: ReturnType<typeof createClient> | undefined;
@@ -28,13 +31,19 @@ export async function openAdapters(impls: readonly Impl[], options: AdapterOptio
     redis.on('error', () => {});
     await redis.connect();
   }
+  let ioredis: Redis | undefined;
+  if (impls.some((impl) => impl !== 'relock' && impl !== 'relock-base' && impl !== 'floor')) {
+    ioredis = new Redis(options.url, { autoResendUnfulfilledCommands: false });
+    ioredis.on('error', () => {});
+  }
   const list: Adapter[] = [];
   for (const impl of impls) {
     if (impl === 'relock') list.push((await import('./relock.js')).relockAdapter(redis!, options));
     else if (impl === 'relock-base') list.push((await import('./relock.js')).relockAdapter(redis!, options, impl, await baseline(options)));
+    else if (impl === 'relock-ioredis') list.push((await import('./relock.js')).relockAdapter(ioredis!, options, impl));
     else if (impl === 'floor') list.push(await (await import('./floor.js')).floorAdapter(redis!));
-    else if (impl === 'redis-semaphore' || impl === 'redis-semaphore-tuned') list.push((await import('./redis-semaphore.js')).redisSemaphoreAdapter(options, impl === 'redis-semaphore-tuned'));
-    else list.push((await import('./redlock.js')).redlockAdapter(impl, options));
+    else if (impl === 'redis-semaphore' || impl === 'redis-semaphore-tuned') list.push((await import('./redis-semaphore.js')).redisSemaphoreAdapter(ioredis!, options, impl === 'redis-semaphore-tuned'));
+    else list.push((await import('./redlock.js')).redlockAdapter(impl, ioredis!, options));
   }
   return {
     list,
@@ -46,6 +55,7 @@ export async function openAdapters(impls: readonly Impl[], options: AdapterOptio
     async close() {
       await Promise.all(list.map((a) => a.close()));
       await redis?.close();
+      await ioredis?.quit();
     },
   };
 }

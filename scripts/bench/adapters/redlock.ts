@@ -1,5 +1,5 @@
 import { Redlock as SesameRedlock, ExecutionError as SesameExecutionError } from '@sesamecare-oss/redlock';
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import Redlock, { ExecutionError } from 'redlock';
 import type { Adapter, AdapterOptions, Impl } from './types.js';
 
@@ -17,13 +17,11 @@ const DEFAULT_LEASE_MS = 30_000;
 const TUNED = { retryDelay: 2, retryJitter: 2, retryCount: 2500 };
 
 /**
- * redlock 5.0.0-beta.2 or @sesamecare-oss/redlock on one ioredis 5 client, default settings (10
+ * redlock 5.0.0-beta.2 or @sesamecare-oss/redlock on the shared ioredis 5 client, default settings (10
  * retries every 200 ms ± 100 ms jitter); `redlock-tuned` with `TUNED`. Mutexes use `acquire` / `release` (no extension); `hold` uses
  * `using`, which extends the lock 500 ms before it expires.
  */
-export function redlockAdapter(impl: Extract<Impl, 'redlock' | 'redlock-tuned' | 'sesamecare-redlock'>, options: AdapterOptions): Adapter {
-  const redis = new Redis(options.url);
-  redis.on('error', () => {});
+export function redlockAdapter(impl: Extract<Impl, 'redlock' | 'redlock-tuned' | 'sesamecare-redlock'>, redis: Redis, options: AdapterOptions): Adapter {
   const redlock = (impl === 'sesamecare-redlock' ? new SesameRedlock([redis]) : new Redlock([redis], impl === 'redlock-tuned' ? TUNED : {})) as unknown as RedlockLike;
   const gaveUp = (error: unknown): boolean => error instanceof ExecutionError || error instanceof SesameExecutionError;
   const lease = options.leaseMs ?? DEFAULT_LEASE_MS;
@@ -64,6 +62,6 @@ export function redlockAdapter(impl: Extract<Impl, 'redlock' | 'redlock-tuned' |
         await using;
       };
     },
-    close: () => redlock.quit(),
+    close: async () => {}, // not redlock.quit(): the shared ioredis client is closed by openAdapters
   };
 }

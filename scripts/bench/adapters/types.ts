@@ -5,13 +5,14 @@
  */
 
 /**
- * The libraries measured: `floor` is two bare EVALSHA round trips per cycle on relock's client (its
- * command options set once); `*-tuned` are peers with a short retry interval; `relock-base` is relock
- * built from another source tree (`--baseline DIR`), for a before/after in one run.
+ * The libraries measured: `floor` is two bare EVALSHA round trips per cycle on relock's node-redis client
+ * (its command options set once); `*-tuned` are peers with a short retry interval; `relock-base` is relock
+ * built from another source tree (`--baseline DIR`), for a before/after in one run; `relock-ioredis` is
+ * relock on the ioredis client the peers use (one client, shared).
  */
-export type Impl = 'relock' | 'relock-base' | 'redlock' | 'redlock-tuned' | 'sesamecare-redlock' | 'redis-semaphore' | 'redis-semaphore-tuned' | 'floor';
+export type Impl = 'relock' | 'relock-base' | 'relock-ioredis' | 'redlock' | 'redlock-tuned' | 'sesamecare-redlock' | 'redis-semaphore' | 'redis-semaphore-tuned' | 'floor';
 
-export const ALL_IMPLS: readonly Impl[] = ['relock', 'floor', 'redlock', 'redlock-tuned', 'sesamecare-redlock', 'redis-semaphore', 'redis-semaphore-tuned'];
+export const ALL_IMPLS: readonly Impl[] = ['relock', 'relock-ioredis', 'floor', 'redlock', 'redlock-tuned', 'sesamecare-redlock', 'redis-semaphore', 'redis-semaphore-tuned'];
 
 /** The peers, default and tuned: what `×best peer` compares with. */
 export const PEERS: readonly Impl[] = ['redlock', 'redlock-tuned', 'sesamecare-redlock', 'redis-semaphore', 'redis-semaphore-tuned'];
@@ -59,6 +60,7 @@ export interface AdapterOptions {
 export const REQUEST_COMMANDS: Readonly<Record<Impl, readonly string[]>> = {
   relock: ['evalsha', 'eval', 'unlink', 'subscribe', 'unsubscribe'],
   'relock-base': ['evalsha', 'eval', 'unlink', 'subscribe', 'unsubscribe'],
+  'relock-ioredis': ['evalsha', 'eval', 'unlink', 'subscribe', 'unsubscribe'],
   floor: ['evalsha'],
   redlock: ['evalsha', 'eval'],
   'redlock-tuned': ['evalsha', 'eval'],
