@@ -2,6 +2,7 @@ import { createClient } from 'redis';
 import { InvalidArgumentError } from '../errors.js';
 import { outsideContexts } from '../context.js';
 import { keySlot } from '../keys.js';
+import { glideConnection, glideTopology } from './clients/glide.js';
 
 /** The kind of node-redis client relock talks through. */
 export type Topology = 'standalone' | 'cluster' | 'sentinel';
@@ -134,6 +135,7 @@ export function redisUrlProblem(url: unknown): string | undefined {
 /** Builds the `Connection` for a user-supplied client or a URL. */
 export function openConnection(options: ConnectionOptions): Connection {
   if (options.redis !== undefined) {
+    if (glideTopology(options.redis)) return glideConnection(options.redis, options.onError);
     const topology = detectTopology(options.redis);
     if (topology === 'cluster') return clusterConnection(options.redis as ClusterClient);
     if (topology === 'sentinel') return sentinelConnection(options.redis as SentinelClient);

@@ -43,6 +43,8 @@ export interface Topology {
   client(options?: ClientOptions): LockClient;
   /** A node-redis client for checks. */
   readonly redis: RedisLike;
+  /** Where the deployment listens (the server, or every Cluster node): seeds for clients of other libraries. */
+  readonly seeds: ReadonlyArray<{ host: string; port: number }>;
   /** Subscribers of `channel` right now. */
   subscribers(channel: string): Promise<number>;
   /** Runs one command on the primary that serves `key`'s slot. */
@@ -76,6 +78,7 @@ export function useStandaloneTopology(): () => Topology {
     name: 'standalone',
     client: (options) => lockClient(env.redis, options),
     redis: env.redis,
+    seeds: [{ host: env.server.host, port: env.server.port }],
     subscribers: (channel) => numsub(env.redis, channel),
     command: (_key, args) => env.redis.sendCommand(args),
     keys: async (pattern) => {
@@ -132,6 +135,7 @@ export function useClusterTopology(): { topology: () => Topology; cluster: () =>
     name: 'cluster',
     client,
     redis,
+    seeds: cluster.nodes.map((node) => ({ host: '127.0.0.1', port: node.port })),
     subscribers: shardSubscribers,
     command: async (key, args) => (await primaryOf(key)).sendCommand(args),
     keys: async (pattern, slotKey) => {

@@ -1,0 +1,142 @@
+/**
+ * relock on Valkey GLIDE 2 (`GlideClient` on standalone Redis, `GlideClusterClient` on a Cluster): the
+ * acceptance items of every client family (issue 11), the GLIDE traits the adapter deals with (reply
+ * shapes, error forms, routing, its own subscriber, the user's client left open), and the unlock→waiter
+ * hand-off latency next to node-redis's on the same deployment.
+ */
+import { describe, expect, it } from '@jest/globals';
+import { ClientClosedError, createLockClient, InvalidArgumentError, WrongTypeError, type LockClient, type RLock } from '../../src/index.js';
+import { useClusterTopology, useStandaloneTopology, type Topology } from '../shared/topology.js';
+import { onGlide, type Glide } from '../support/glide.js';
+import { sleep, uniqueName, waitUntil } from '../support/helpers.js';
+
+/** A name of one test's own, with a hash tag: its key and channel are in one slot. */
+const newName = (): string => `glide:{${uniqueName()}}`;
+
+/**
+ * Milliseconds from the holder's unlock call to the waiter's acquisition, the waiter subscribed and
+ * parked first (the holder's lease is 30 s: only the unlock message can wake it this soon).
+ */
+async function handOff(t: Topology, holder: LockClient, waiter: LockClient): Promise<{ elapsed: number; lock: RLock }> {
+  const name = newName();
+  const held = await holder.getLock(name).acquire({ leaseTime: 30_000, unit: 'ms' });
+  const lock = waiter.getLock(name);
+  const waiting = lock.acquire({ waitTime: 20_000, leaseTime: 30_000, unit: 'ms' });
+  await waitUntil(async () => (await t.subscribers(lock.channel)) === 1, 5000, 2, 'the waiter to subscribe');
+  const start = performance.now();
+  await held.release();
+  const handle = await waiting;
+  const elapsed = performance.now() - start;
+  await handle.release();
+  return { elapsed, lock };
+}
+
+function acceptance(setup: { topology: () => Topology; glide: () => Glide; base: () => Topology }): void {
+  const t = (): Topology => setup.topology();
+
+  it('reenters inside a context: hold count 2', async () => {
+    const c = t().client();
+    const lock = c.getLock(newName());
+    await c.runInContext(async () => {
+      expect(await lock.tryLock(0, 5, 'seconds')).toBe(true);
+      expect(await lock.tryLock(0, 5, 'seconds')).toBe(true);
+      expect(await lock.getHoldCount()).toBe(2);
+      await lock.unlock();
+      expect(await lock.getHoldCount()).toBe(1);
+      await lock.unlock();
+    });
+    expect(await t().redis.exists(lock.key)).toBe(0);
+  });
+
+  it('refuses a second owner', async () => {
+    const name = newName();
+    const first = t().client().getLock(name);
+    const second = t().client().getLock(name);
+    expect(await first.tryLock(0, 5, 'seconds')).toBe(true);
+    expect(await second.tryLock(0, 5, 'seconds')).toBe(false);
+    expect(await second.isLocked()).toBe(true);
+    await first.unlock();
+    expect(await second.tryLock(0, 5, 'seconds')).toBe(true);
+    await second.unlock();
+  });
+
+  it('wakes a waiter by the unlock message within a few ms; the unlock deletes the key and leaves no subscription', async () => {
+    const { elapsed, lock } = await handOff(t(), t().client(), t().client());
+    // Far below the 30 s lease (the TTL fallback); the measured figures are in the hand-off test below.
+    expect(elapsed).toBeLessThan(1000);
+    expect(await t().redis.exists(lock.key)).toBe(0);
+    await waitUntil(async () => (await t().subscribers(lock.channel)) === 0, 5000, 5, 'the waiter to unsubscribe');
+  });
+
+  it('keeps a lock past 3× a short lockWatchdogTimeout (watchdog)', async () => {
+    const c = t().client({ lockWatchdogTimeout: 300 });
+    const lock = c.getLock(newName());
+    const handle = await lock.acquire();
+    await sleep(1000);
+    expect(await t().redis.pTTL(lock.key)).toBeGreaterThan(0);
+    expect(await t().client().getLock(lock.getName()).tryLock(0, 5, 'seconds')).toBe(false);
+    await handle.release();
+    expect(await t().redis.exists(lock.key)).toBe(0);
+  });
+
+  it('names the holding kind in a WrongTypeError (GLIDE reformats server errors; relock restores them)', async () => {
+    const c = t().client();
+    const name = newName();
+    const semaphore = c.getSemaphore(name);
+    await semaphore.trySetPermits(1);
+    const error = await c.getLock(name).tryLock(0, 5, 'seconds').catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(WrongTypeError);
+    expect(error).toMatchObject({ foundKind: 'semaphore', askedKind: 'lock' });
+    await t().redis.del(semaphore.key);
+  });
+
+  it('runs scripts again after SCRIPT FLUSH (NOSCRIPT falls back to EVAL)', async () => {
+    const c = t().client();
+    const lock = c.getLock(newName());
+    expect(await lock.tryLock(0, 5, 'seconds')).toBe(true);
+    await t().command(lock.key, ['SCRIPT', 'FLUSH']);
+    await lock.unlock();
+    expect(await t().redis.exists(lock.key)).toBe(0);
+  });
+
+  it('shutdown closes relock\'s subscriber and leaves the user\'s GLIDE client open', async () => {
+    const name = newName();
+    const c = createLockClient({ redis: setup.glide() });
+    const held = await t().client().getLock(name).acquire({ leaseTime: 30_000, unit: 'ms' });
+    const lock = c.getLock(name);
+    const waiting = lock.tryLock(20, 30, 'seconds').catch((error: unknown) => error);
+    await waitUntil(async () => (await t().subscribers(lock.channel)) === 1, 5000, 2, 'the waiter to subscribe');
+    await c.shutdown();
+    expect(await waiting).toBeInstanceOf(ClientClosedError);
+    await waitUntil(async () => (await t().subscribers(lock.channel)) === 0, 5000, 5, 'the subscriber to close');
+    expect(await setup.glide().customCommand(['PING'])).toBe('PONG');
+    await held.release();
+  });
+
+  it('measures the unlock→waiter hand-off on GLIDE and on node-redis (20 rounds each)', async () => {
+    const base = t();
+    const glide = [base.client(), base.client()] as const;
+    const node = [setup.base().client(), setup.base().client()] as const;
+    const rounds = async (holder: LockClient, waiter: LockClient): Promise<number[]> => {
+      const times: number[] = [];
+      for (let i = 0; i < 20; i++) times.push((await handOff(base, holder, waiter)).elapsed);
+      return times.sort((a, b) => a - b);
+    };
+    const onGlide = await rounds(...glide);
+    const onNode = await rounds(...node);
+    const summary = (times: number[]): string => `p50 ${times[10]!.toFixed(2)} ms, max ${times[19]!.toFixed(2)} ms`;
+    console.info(`hand-off on ${setup.base().name}: GLIDE ${summary(onGlide)}; node-redis ${summary(onNode)}`);
+    expect(onGlide[19]).toBeLessThan(1000);
+  });
+}
+
+describe('GLIDE on standalone Redis', () => acceptance(onGlide(useStandaloneTopology())));
+describe('GLIDE on Redis Cluster', () => acceptance(onGlide(useClusterTopology().topology)));
+
+describe('recognising a GLIDE client', () => {
+  it('refuses a GLIDE-looking object without createClient, naming what it lacks', () => {
+    const fake = { customCommand: async () => 'OK', getPubSubMessage: async () => null, close: () => {}, constructor: {} };
+    expect(() => createLockClient({ redis: fake })).toThrow(InvalidArgumentError);
+    expect(() => createLockClient({ redis: fake })).toThrow(/constructor\.createClient/);
+  });
+});
