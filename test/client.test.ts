@@ -19,7 +19,8 @@ afterAll(async () => {
 
 describe('createLockClient', () => {
   it('rejects a client object without the node-redis methods, naming what is missing (known failure 23)', () => {
-    expect(() => createLockClient({ redis: {} })).toThrow(/lacks sendCommand, duplicate, connect, subscribe, unsubscribe, on/);
+    expect(() => createLockClient({ redis: {} })).toThrow(/not a Redis client relock recognises/);
+    expect(() => createLockClient({ redis: { isReady: true } })).toThrow(/node-redis client.*lacks sendCommand, duplicate, connect, subscribe, unsubscribe, on/);
     expect(() => createLockClient({ redis: { sendCommand() {} } })).toThrow(InvalidArgumentError);
     expect(() => createLockClient({})).toThrow(/either `redis`.*or `url`/);
     expect(() => createLockClient({ url: server.url, redis })).toThrow(/not both/);

@@ -1,7 +1,8 @@
 import { createClient, createCluster } from 'redis';
 import { createLockClient, type LockClient } from '../client.js';
 import { RelockError } from '../errors.js';
-import { openConnection, redisUrlProblem, type Connection } from '../redis/connection.js';
+import { redisUrlProblem, type Connection } from '../redis/connection.js';
+import { openConnection } from '../redis/clients/index.js';
 import { CliError, usageError } from './errors.js';
 import type { CommonOptions } from './options.js';
 

@@ -137,6 +137,6 @@ describe('recognising a GLIDE client', () => {
   it('refuses a GLIDE-looking object without createClient, naming what it lacks', () => {
     const fake = { customCommand: async () => 'OK', getPubSubMessage: async () => null, close: () => {}, constructor: {} };
     expect(() => createLockClient({ redis: fake })).toThrow(InvalidArgumentError);
-    expect(() => createLockClient({ redis: fake })).toThrow(/constructor\.createClient/);
+    expect(() => createLockClient({ redis: fake })).toThrow(/Valkey GLIDE client but it lacks createClient/);
   });
 });

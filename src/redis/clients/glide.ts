@@ -26,10 +26,10 @@
  *   short of the wanted ones and came back (checked every second while it has subscriptions).
  * - `close()` closes relock's subscriber and leaves the user's client open.
  */
-import { ClientClosedError, InvalidArgumentError } from '../../errors.js';
+import { ClientClosedError } from '../../errors.js';
 import { outsideContexts } from '../../context.js';
 import { ResponseTimeoutError } from '../failures.js';
-import type { Connection, MessageListener } from '../connection.js';
+import { has, Notifier, requireMethods, type ClientAdapter, type Connection, type ErrorSink, type MessageListener } from '../connection.js';
 
 /** A GLIDE pub/sub message as the subscriber's callback gets it. */
 interface GlideMessage {
@@ -57,31 +57,26 @@ interface GlideClass {
 const SUBSCRIBE_TIMEOUT_MS = 10_000;
 /** How often the subscriber's confirmed subscriptions are compared with the wanted ones. */
 const SUBSCRIPTION_CHECK_MS = 1_000;
-
-const has = (value: unknown, method: string): boolean => typeof (value as Record<string, unknown> | null)?.[method] === 'function';
+const HINT = 'pass a GlideClient or GlideClusterClient from "@valkey/valkey-glide" 2.x';
 
 /**
- * Whether `client` looks like a Valkey GLIDE client (`customCommand` and `getPubSubMessage`, which no
- * other supported client has). Its topology, or an `InvalidArgumentError` naming what a GLIDE client lacks.
+ * Valkey GLIDE 2: `GlideClient` (standalone) and `GlideClusterClient` (recognised by `fcallWithRoute`, on
+ * the cluster client only in every GLIDE release). Recognised by `customCommand` with `getPubSubMessage`,
+ * which no other supported client has.
  */
-export function glideTopology(client: unknown): 'standalone' | 'cluster' | undefined {
-  if (!has(client, 'customCommand') || !has(client, 'getPubSubMessage')) return undefined;
-  const missing = ['close'].filter((m) => !has(client, m));
-  const ctor = (client as { constructor?: Partial<GlideClass> }).constructor;
-  if (typeof ctor?.createClient !== 'function') missing.push('constructor.createClient');
-  if (missing.length > 0) throw new InvalidArgumentError('redis', `this looks like a Valkey GLIDE client but lacks ${missing.join(', ')}: pass a GlideClient or GlideClusterClient from "@valkey/valkey-glide" 2.x`);
-  // `fcallWithRoute` is on GlideClusterClient only, in every GLIDE release.
-  return has(client, 'fcallWithRoute') ? 'cluster' : 'standalone';
-}
+export const glide: ClientAdapter = {
+  family: 'Valkey GLIDE',
+  recognises: (client) => has(client, 'customCommand') && has(client, 'getPubSubMessage'),
+  open(client, onError) {
+    const clustered = has(client, 'fcallWithRoute');
+    requireMethods(client, clustered ? 'Valkey GLIDE cluster client' : 'Valkey GLIDE client', ['close'], HINT);
+    requireMethods(client.constructor ?? {}, clustered ? 'Valkey GLIDE cluster client' : 'Valkey GLIDE client', ['createClient'], `its class has no static createClient: ${HINT}`);
+    return glideConnection(client as GlideLike, clustered, onError);
+  },
+};
 
-/** The `Connection` for a GLIDE client (left open by `close()`). */
-export function glideConnection(client: unknown, onError: (error: unknown, source: 'command' | 'subscriber') => void): Connection {
-  const user = client as GlideLike;
-  const clustered = glideTopology(client) === 'cluster';
-  const reconnected: Array<() => void> = [];
-  const notify = (): void => {
-    for (const callback of reconnected) callback();
-  };
+function glideConnection(user: GlideLike, clustered: boolean, onError: ErrorSink): Connection {
+  const reconnected = new Notifier();
   let dropped = false;
   const run = (args: readonly string[], key: string | undefined): Promise<unknown> => {
     const command = [...args];
@@ -90,7 +85,7 @@ export function glideConnection(client: unknown, onError: (error: unknown, sourc
       (value) => {
         if (dropped) {
           dropped = false;
-          notify();
+          reconnected.notify();
         }
         return flatten(value);
       },
@@ -101,7 +96,7 @@ export function glideConnection(client: unknown, onError: (error: unknown, sourc
       },
     );
   };
-  const subscriber = new GlideSubscriber(user, clustered, notify, (error) => onError(error, 'subscriber'));
+  const subscriber = new GlideSubscriber(user, clustered, reconnected.notify, (error) => onError(error, 'subscriber'));
   return {
     topology: clustered ? 'cluster' : 'standalone',
     clientKeyPrefix: undefined,
@@ -110,7 +105,7 @@ export function glideConnection(client: unknown, onError: (error: unknown, sourc
     sendKeyless: (slotKey, args) => run(args, slotKey),
     subscribe: (channel, listener) => subscriber.add(channel, listener),
     unsubscribe: (channel, listener) => subscriber.remove(channel, listener),
-    onReconnected: (callback) => void reconnected.push(callback),
+    onReconnected: reconnected.add,
     close: () => subscriber.close(),
   };
 }
@@ -136,7 +131,7 @@ class GlideSubscriber {
   async add(channel: string, listener: MessageListener): Promise<void> {
     const verb = this.clustered ? 'ssubscribe' : 'subscribe';
     if (!has(this.user, verb)) {
-      throw new InvalidArgumentError('redis', `this Valkey GLIDE client has no dynamic ${verb} (GLIDE 2.x before it): relock waits by polling; upgrade @valkey/valkey-glide`);
+      throw new Error(`this Valkey GLIDE client has no dynamic ${verb} (an early GLIDE 2): relock waits by polling, capped by the lock's TTL; upgrade @valkey/valkey-glide`);
     }
     this.listeners.set(channel, listener);
     const client = await this.open();
