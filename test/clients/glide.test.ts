@@ -7,8 +7,11 @@
 import { describe, expect, it } from '@jest/globals';
 import { ClientClosedError, createLockClient, InvalidArgumentError, WrongTypeError, type LockClient, type RLock } from '../../src/index.js';
 import { useClusterTopology, useStandaloneTopology, type Topology } from '../shared/topology.js';
+import { glide as glideAdapter } from '../../src/redis/clients/glide.js';
 import { onGlide, type Glide } from '../support/glide.js';
-import { sleep, uniqueName, waitUntil } from '../support/helpers.js';
+import { GlideClient } from '@valkey/valkey-glide';
+import { useRedis } from '../support/harness.js';
+import { numsub, sleep, uniqueName, waitUntil } from '../support/helpers.js';
 
 /** A name of one test's own, with a hash tag: its key and channel are in one slot. */
 const newName = (): string => `glide:{${uniqueName()}}`;
@@ -113,6 +116,26 @@ function acceptance(setup: { topology: () => Topology; glide: () => Glide; base:
     await held.release();
   });
 
+  it('routes keyless commands to the slot\'s primary and gives map replies in the RESP2 shape', async () => {
+    const connection = glideAdapter.open(setup.glide(), () => {});
+    const channel = `relock:channel:${newName()}`;
+    const verb = connection.topology === 'cluster' ? 'SHARDNUMSUB' : 'NUMSUB';
+    const messages: string[] = [];
+    await connection.subscribe(channel, (message) => messages.push(message));
+    // Five times: a command sent to a random node of the six would see no subscriber most of the time.
+    for (let i = 0; i < 5; i++) expect(await connection.sendKeyless(channel, ['PUBSUB', verb, channel])).toEqual([channel, 1]);
+    // GLIDE's own routing would send INFO to every node and answer with one reply per node.
+    const runId = (info: unknown): string | undefined => /^run_id:(\w+)/m.exec(String(info))?.[1];
+    expect(runId(await connection.sendKeyless(channel, ['INFO', 'server']))).toBe(runId(await t().command(channel, ['INFO', 'server'])));
+    await connection.send(channel, [connection.publishCommand.toUpperCase(), channel, 'hello']);
+    await waitUntil(() => messages.length === 1, 5000, 2, 'the message');
+    expect(messages).toEqual(['hello']);
+    await connection.unsubscribe(channel, () => {});
+    expect(await connection.sendKeyless(channel, ['PUBSUB', verb, channel])).toEqual([channel, 1]);
+    await connection.close();
+    await waitUntil(async () => (await t().subscribers(channel)) === 0, 5000, 5, 'the subscriber to close');
+  });
+
   it('measures the unlock→waiter hand-off on GLIDE and on node-redis (20 rounds each)', async () => {
     const base = t();
     const glide = [base.client(), base.client()] as const;
@@ -138,5 +161,41 @@ describe('recognising a GLIDE client', () => {
     const fake = { customCommand: async () => 'OK', getPubSubMessage: async () => null, close: () => {}, constructor: {} };
     expect(() => createLockClient({ redis: fake })).toThrow(InvalidArgumentError);
     expect(() => createLockClient({ redis: fake })).toThrow(/Valkey GLIDE client but it lacks createClient/);
+  });
+});
+
+describe('GLIDE reconnects', () => {
+  const env = useRedis({ server: { controllable: true } });
+
+  it('wakes a parked waiter once the subscriber is back after a server restart (not at the 30 s lease)', async () => {
+    const glide = await GlideClient.createClient({ addresses: [{ host: env.server.host, port: env.server.port }] });
+    try {
+      const holder = createLockClient({ redis: glide });
+      const waiter = createLockClient({ redis: glide });
+      const name = newName();
+      await holder.getLock(name).acquire({ leaseTime: 30_000, unit: 'ms' });
+      const lock = waiter.getLock(name);
+      const waiting = lock.tryLock(25, 30, 'seconds');
+      await waitUntil(async () => (await numsub(env.redis, lock.channel)) === 1, 5000, 2, 'the waiter to subscribe');
+      await env.server.kill();
+      // Down long enough for relock's once-a-second check of the subscriber to see the subscription gone.
+      await sleep(1500);
+      await env.server.restart();
+      const start = performance.now();
+      expect(await waiting).toBe(true);
+      expect(performance.now() - start).toBeLessThan(10_000);
+      await lock.unlock();
+      await Promise.all([holder.shutdown(), waiter.shutdown()]);
+    } finally {
+      glide.close();
+    }
+  }, 30_000);
+
+  it('fails with ClientClosedError once the user closed the GLIDE client', async () => {
+    const glide = await GlideClient.createClient({ addresses: [{ host: env.server.host, port: env.server.port }] });
+    const client = createLockClient({ redis: glide });
+    glide.close();
+    await expect(client.getLock(newName()).tryLock(0, 5, 'seconds')).rejects.toBeInstanceOf(ClientClosedError);
+    await client.shutdown();
   });
 });

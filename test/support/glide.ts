@@ -12,11 +12,12 @@ import type { Topology } from '../shared/topology.js';
 
 export type Glide = GlideClient | GlideClusterClient;
 
+// GLIDE's core logs every server error reply (relock's NOSCRIPT fallback, WRONGTYPE tests) at WARN.
+Logger.setLoggerConfig('error');
+
 /** Opens a GLIDE client on `topology`'s seeds: a cluster client when it is a Cluster. */
 export async function openGlide(topology: Topology): Promise<Glide> {
   const addresses = topology.seeds.map((seed) => ({ ...seed }));
-  // GLIDE's core logs every server error reply (relock's NOSCRIPT fallback, WRONGTYPE tests) at WARN.
-  Logger.setLoggerConfig('error');
   return topology.name === 'cluster' ? GlideClusterClient.createClient({ addresses }) : GlideClient.createClient({ addresses });
 }
 

@@ -160,10 +160,14 @@ class GlideSubscriber {
   async close(): Promise<void> {
     this.closed = true;
     this.stopChecking();
+    const subscribed = this.listeners.size > 0;
     this.listeners.clear();
     const opening = this.client;
     this.client = undefined;
     const client = await opening?.catch(() => undefined);
+    // Channels still subscribed (a caller that did not leave them): dropped first, so that GLIDE's
+    // subscription synchronizer does not try to restore them on a closed client.
+    if (subscribed) await client?.[this.clustered ? 'sunsubscribe' : 'unsubscribe']?.(null, SUBSCRIBE_TIMEOUT_MS).catch(() => {});
     client?.close();
   }
 
