@@ -51,6 +51,15 @@ export function evaluateGoals(results: Results): GoalResult[] {
       : { goal, pass: relock >= 0.9 * floor, detail: `relock ${fmt(relock)}/s = ${fmt(relock / floor, 2)}× floor ${fmt(floor)}/s` });
   }
   {
+    // Issue 11: relock on GLIDE, against the same floor (bare EVALSHA round trips on node-redis).
+    const goal = 'Uncontended cycle on Valkey GLIDE, against the node-redis floor (for the record)';
+    const glide = figure(results, 'uncontended', 'relock-glide', 'cyclesPerSec');
+    const floor = figure(results, 'uncontended', 'floor', 'cyclesPerSec');
+    goals.push(glide === undefined || floor === undefined
+      ? missing(goal, 'scenario 1 with relock-glide and floor')
+      : { goal, pass: undefined, detail: `relock-glide ${fmt(glide)}/s = ${fmt(glide / floor, 2)}× floor ${fmt(floor)}/s` });
+  }
+  {
     const goal = 'Uncontended cycle ahead of every peer';
     const relock = figure(results, 'uncontended', 'relock', 'cyclesPerSec');
     const peers = peerFigures(results, 'uncontended', 'cyclesPerSec');

@@ -10,9 +10,18 @@ export interface Adapters {
 /**
  * Opens the adapters of `impls` against one Redis. relock and the floor share one node-redis client
  * made with `createClient({ url })` and nothing else (node-redis 6 defaults, per-command timeout
- * included: relock must not pay it); each peer gets its own ioredis client. Libraries are imported only
+ * included: relock must not pay it); `relock-glide` gets a GlideClient; each peer gets its own ioredis client. Libraries are imported only
  * when asked for, so that a child process measuring one of them starts quickly.
  */
+/** relock on a `GlideClient` of its own (default configuration), closed with the adapter. */
+async function glideAdapter(options: AdapterOptions): Promise<Adapter> {
+  const { GlideClient } = await import('@valkey/valkey-glide');
+  const { hostname, port } = new URL(options.url);
+  const glide = await GlideClient.createClient({ addresses: [{ host: hostname, port: Number(port || 6379) }] });
+  const adapter = (await import('./relock.js')).relockAdapter(glide, options, 'relock-glide');
+  return { ...adapter, close: () => adapter.close().finally(() => glide.close()) };
+}
+
 export async function openAdapters(impls: readonly Impl[], options: AdapterOptions): Promise<Adapters> {
   let redis: ReturnType<typeof createClient> | undefined;
   if (impls.includes('relock') || impls.includes('floor')) {
@@ -23,6 +32,7 @@ export async function openAdapters(impls: readonly Impl[], options: AdapterOptio
   const list: Adapter[] = [];
   for (const impl of impls) {
     if (impl === 'relock') list.push((await import('./relock.js')).relockAdapter(redis!, options));
+    else if (impl === 'relock-glide') list.push(await glideAdapter(options));
     else if (impl === 'floor') list.push(await (await import('./floor.js')).floorAdapter(redis!));
     else if (impl === 'redis-semaphore') list.push((await import('./redis-semaphore.js')).redisSemaphoreAdapter(options));
     else list.push((await import('./redlock.js')).redlockAdapter(impl, options));

@@ -13,15 +13,15 @@ interface RSemaphoreApi {
 type WithSemaphore = LockClient & { getSemaphore?: (name: string) => RSemaphoreApi };
 
 /**
- * relock on the given node-redis client, defaults except `lockWatchdogTimeout` when `leaseMs` is set.
+ * relock on the given client (node-redis, or GLIDE for `relock-glide`), defaults except `lockWatchdogTimeout` when `leaseMs` is set.
  * Mutexes use `lock()` / `unlock()` (watchdog mode), one RLock object (one owner) per task.
  */
-export function relockAdapter(redis: object, options: AdapterOptions): Adapter {
+export function relockAdapter(redis: object, options: AdapterOptions, impl: 'relock' | 'relock-glide' = 'relock'): Adapter {
   const client: WithSemaphore = createLockClient({ redis, ...(options.leaseMs === undefined ? {} : { lockWatchdogTimeout: options.leaseMs }) });
   if (options.onLost) client.on('lockLost', options.onLost);
   const getSemaphore = client.getSemaphore?.bind(client);
   return {
-    impl: 'relock',
+    impl,
     mutex(name) {
       const lock = client.getLock(name);
       return {

@@ -4,10 +4,13 @@
  * commandstats). Each adapter drives its library in its default configuration.
  */
 
-/** The libraries measured; `floor` is two bare EVALSHA round trips per cycle on relock's client. */
-export type Impl = 'relock' | 'redlock' | 'sesamecare-redlock' | 'redis-semaphore' | 'floor';
+/**
+ * The libraries measured; `floor` is two bare EVALSHA round trips per cycle on relock's node-redis
+ * client; `relock-glide` is relock on a Valkey GLIDE 2 client (`GlideClient`).
+ */
+export type Impl = 'relock' | 'relock-glide' | 'redlock' | 'sesamecare-redlock' | 'redis-semaphore' | 'floor';
 
-export const ALL_IMPLS: readonly Impl[] = ['relock', 'floor', 'redlock', 'sesamecare-redlock', 'redis-semaphore'];
+export const ALL_IMPLS: readonly Impl[] = ['relock', 'relock-glide', 'floor', 'redlock', 'sesamecare-redlock', 'redis-semaphore'];
 
 /** A lock (or one permit of a semaphore) as one task sees it: acquire, then release what it took. */
 export interface Mutex {
@@ -43,6 +46,7 @@ export interface AdapterOptions {
  */
 export const REQUEST_COMMANDS: Readonly<Record<Impl, readonly string[]>> = {
   relock: ['evalsha', 'eval', 'unlink', 'subscribe', 'unsubscribe'],
+  'relock-glide': ['evalsha', 'eval', 'unlink', 'subscribe', 'unsubscribe'],
   floor: ['evalsha'],
   redlock: ['evalsha', 'eval'],
   'sesamecare-redlock': ['evalsha', 'eval'],
