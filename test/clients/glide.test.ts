@@ -10,6 +10,7 @@ import { useClusterTopology, useStandaloneTopology, type Topology } from '../sha
 import { glide as glideAdapter } from '../../src/redis/clients/glide.js';
 import { onGlide, type Glide } from '../support/glide.js';
 import { GlideClient } from '@valkey/valkey-glide';
+import { pino } from 'pino';
 import { useRedis } from '../support/harness.js';
 import { numsub, sleep, uniqueName, waitUntil } from '../support/helpers.js';
 
@@ -190,6 +191,28 @@ describe('GLIDE reconnects', () => {
       glide.close();
     }
   }, 30_000);
+
+  it('without dynamic subscribe (an early GLIDE 2) waits by polling, capped by the TTL, with a warning', async () => {
+    const glide = await GlideClient.createClient({ addresses: [{ host: env.server.host, port: env.server.port }] });
+    try {
+      Object.defineProperty(glide, 'subscribe', { value: undefined });
+      const lines: string[] = [];
+      const logger = pino({ level: 'warn' }, { write: (line: string) => void lines.push(line) });
+      const client = createLockClient({ redis: glide, logger });
+      const name = newName();
+      await client.getLock(name).acquire({ leaseTime: 500, unit: 'ms' });
+      const start = performance.now();
+      expect(await client.getLock(name).tryLock(5, 5, 'seconds')).toBe(true);
+      // Woken at the holder's TTL, not before it, and well before the 5 s wait time.
+      expect(performance.now() - start).toBeGreaterThan(300);
+      expect(performance.now() - start).toBeLessThan(3000);
+      expect(lines.join('')).toMatch(/no dynamic subscribe.*"msg":"subscribe failed; waiting by polling"/);
+      expect(await numsub(env.redis, client.getLock(name).channel)).toBe(0);
+      await client.shutdown();
+    } finally {
+      glide.close();
+    }
+  });
 
   it('fails with ClientClosedError once the user closed the GLIDE client', async () => {
     const glide = await GlideClient.createClient({ addresses: [{ host: env.server.host, port: env.server.port }] });
