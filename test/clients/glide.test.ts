@@ -192,6 +192,27 @@ describe('GLIDE reconnects', () => {
     }
   }, 30_000);
 
+  it('after a dropped connection (a command timed out or failed to connect) and a later success, renews every hold at once (a hold lost in the restart is reported)', async () => {
+    const glide = await GlideClient.createClient({ addresses: [{ host: env.server.host, port: env.server.port }] });
+    try {
+      // Renewals every 10 s: a loss reported sooner comes from the reconnect notice.
+      const client = createLockClient({ redis: glide, lockWatchdogTimeout: 30_000, retry: { retries: 0, minTimeout: 10, maxTimeout: 10, factor: 1, randomize: false } });
+      const lost: string[] = [];
+      client.on('lockLost', (event) => lost.push(event.name));
+      const name = newName();
+      await client.getLock(name).lock();
+      await env.server.kill();
+      await expect(client.getLock(newName()).isLocked()).rejects.toThrow();
+      await env.server.restart();
+      await waitUntil(() => client.getLock(newName()).isLocked().then(() => true, () => false), 10_000, 50, 'a command to succeed');
+      await waitUntil(() => lost.length > 0, 3000, 10, 'lockLost after the reconnect');
+      expect(lost).toEqual([name]);
+      await client.shutdown();
+    } finally {
+      glide.close();
+    }
+  }, 30_000);
+
   it('without dynamic subscribe (an early GLIDE 2) waits by polling, capped by the TTL, with a warning', async () => {
     const glide = await GlideClient.createClient({ addresses: [{ host: env.server.host, port: env.server.port }] });
     try {

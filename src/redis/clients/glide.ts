@@ -22,7 +22,8 @@
  *   dropped with the command possibly sent) is ambiguous; GLIDE's `TimeoutError` (no reply within the
  *   client's `requestTimeout`, 250 ms by default) becomes relock's `ResponseTimeoutError` (ambiguous).
  * - Reconnects: GLIDE emits no connection events. relock reports one after a command failed with
- *   `ConnectionError` and a later one succeeded, and when its subscriber's confirmed subscriptions fell
+ *   `ConnectionError` or `TimeoutError` (what commands get while GLIDE reconnects; a merely slow reply
+ *   costs one early renewal round) and a later one succeeded, and when its subscriber's confirmed subscriptions fell
  *   short of the wanted ones and came back (checked every second while it has subscriptions).
  * - `close()` closes relock's subscriber and leaves the user's client open.
  */
@@ -90,9 +91,11 @@ function glideConnection(user: GlideLike, clustered: boolean, onError: ErrorSink
         return flatten(value);
       },
       (error: unknown) => {
-        const failure = glideError(error);
-        if ((failure as Error).constructor?.name === 'ConnectionError') dropped = true;
-        throw failure;
+        // While GLIDE reconnects, commands fail with ConnectionError or wait out requestTimeout
+        // (TimeoutError): either may mean a dropped connection, so the next success reports a reconnect.
+        const kind = (error as Error | null)?.constructor?.name;
+        if (kind === 'ConnectionError' || kind === 'TimeoutError') dropped = true;
+        throw glideError(error);
       },
     );
   };
