@@ -172,7 +172,9 @@ describe('GLIDE reconnects', () => {
     const glide = await GlideClient.createClient({ addresses: [{ host: env.server.host, port: env.server.port }] });
     try {
       const holder = createLockClient({ redis: glide });
-      const waiter = createLockClient({ redis: glide });
+      // Woken as soon as the subscriber is back, the waiter may try while the command connection is still
+      // reconnecting: enough retries to cover that.
+      const waiter = createLockClient({ redis: glide, retry: { retries: 20, minTimeout: 100, maxTimeout: 500, factor: 2, randomize: false } });
       const name = newName();
       await holder.getLock(name).acquire({ leaseTime: 30_000, unit: 'ms' });
       const lock = waiter.getLock(name);
