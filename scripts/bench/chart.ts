@@ -16,6 +16,7 @@ const COLORS: Record<Impl, string> = {
   relock: '#1b7837',
   'relock-glide': '#5aae61',
   floor: '#888888',
+  'floor-glide': '#bbbbbb',
   redlock: '#c51b7d',
   'sesamecare-redlock': '#e08fbf',
   'redis-semaphore': '#2166ac',

@@ -55,9 +55,11 @@ export function evaluateGoals(results: Results): GoalResult[] {
     const goal = 'Uncontended cycle on Valkey GLIDE, against the node-redis floor (for the record)';
     const glide = figure(results, 'uncontended', 'relock-glide', 'cyclesPerSec');
     const floor = figure(results, 'uncontended', 'floor', 'cyclesPerSec');
+    const glideFloor = figure(results, 'uncontended', 'floor-glide', 'cyclesPerSec');
+    const onGlide = glideFloor === undefined ? '' : `; ${fmt(glide! / glideFloor, 2)}× floor-glide ${fmt(glideFloor)}/s`;
     goals.push(glide === undefined || floor === undefined
       ? missing(goal, 'scenario 1 with relock-glide and floor')
-      : { goal, pass: undefined, detail: `relock-glide ${fmt(glide)}/s = ${fmt(glide / floor, 2)}× floor ${fmt(floor)}/s` });
+      : { goal, pass: undefined, detail: `relock-glide ${fmt(glide)}/s = ${fmt(glide / floor, 2)}× floor ${fmt(floor)}/s${onGlide}` });
   }
   {
     const goal = 'Uncontended cycle ahead of every peer';

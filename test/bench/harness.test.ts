@@ -39,7 +39,7 @@ async function pendingAfter(promise: Promise<unknown>, ms: number): Promise<bool
   return !settled;
 }
 
-const WAITING: Impl[] = ['relock', 'redlock', 'sesamecare-redlock', 'redis-semaphore'];
+const WAITING: Impl[] = ['relock', 'relock-glide', 'redlock', 'sesamecare-redlock', 'redis-semaphore'];
 
 describe('bench adapters', () => {
   it.each(WAITING)('%s: a second task waits while the lock is held and gets it after the release', async (impl) => {
@@ -54,10 +54,10 @@ describe('bench adapters', () => {
     await second.release();
   });
 
-  it('floor: an acquire of a held key resolves to false, and true once it is released', async () => {
+  it.each(['floor', 'floor-glide'] as const)('%s: an acquire of a held key resolves to false, and true once it is released', async (impl) => {
     const name = uniqueName('bench');
-    const first = adapters.get('floor').mutex(name);
-    const second = adapters.get('floor').mutex(name);
+    const first = adapters.get(impl).mutex(name);
+    const second = adapters.get(impl).mutex(name);
     expect(await first.acquire()).toBe(true);
     expect(await second.acquire()).toBe(false);
     await first.release();

@@ -14,13 +14,14 @@ interface RawClient {
 /**
  * The floor: two EVALSHA round trips per cycle (acquire, release) on the node-redis client relock uses,
  * sent the way relock sends its commands. It does not wait: an acquire of a busy key resolves to false,
- * so it is measured only where nobody waits (scenarios 1 and 2).
+ * so it is measured only where nobody waits (scenarios 1 and 2). `floor-glide` sends the same through a
+ * GLIDE client's `customCommand`, as relock-glide does.
  */
-export async function floorAdapter(redis: RawClient): Promise<Adapter> {
+export async function floorAdapter(redis: RawClient, impl: 'floor' | 'floor-glide' = 'floor'): Promise<Adapter> {
   const [acquireSha, releaseSha] = (await Promise.all([ACQUIRE, RELEASE].map((s) => redis.sendCommand(['SCRIPT', 'LOAD', s], COMMAND_OPTIONS)))) as string[];
   let tokens = 0;
   return {
-    impl: 'floor',
+    impl,
     mutex(name) {
       const token = `floor-${tokens++}`;
       return {

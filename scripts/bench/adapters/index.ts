@@ -13,12 +13,15 @@ export interface Adapters {
  * included: relock must not pay it); `relock-glide` gets a GlideClient; each peer gets its own ioredis client. Libraries are imported only
  * when asked for, so that a child process measuring one of them starts quickly.
  */
-/** relock on a `GlideClient` of its own (default configuration), closed with the adapter. */
-async function glideAdapter(options: AdapterOptions): Promise<Adapter> {
+/** relock, or the floor, on a `GlideClient` of its own (default configuration), closed with the adapter. */
+async function glideAdapter(impl: 'relock-glide' | 'floor-glide', options: AdapterOptions): Promise<Adapter> {
   const { GlideClient } = await import('@valkey/valkey-glide');
   const { hostname, port } = new URL(options.url);
   const glide = await GlideClient.createClient({ addresses: [{ host: hostname, port: Number(port || 6379) }] });
-  const adapter = (await import('./relock.js')).relockAdapter(glide, options, 'relock-glide');
+  const adapter =
+    impl === 'relock-glide'
+      ? (await import('./relock.js')).relockAdapter(glide, options, impl)
+      : await (await import('./floor.js')).floorAdapter({ sendCommand: (args) => glide.customCommand([...args]) }, impl);
   return { ...adapter, close: () => adapter.close().finally(() => glide.close()) };
 }
 
@@ -32,7 +35,7 @@ export async function openAdapters(impls: readonly Impl[], options: AdapterOptio
   const list: Adapter[] = [];
   for (const impl of impls) {
     if (impl === 'relock') list.push((await import('./relock.js')).relockAdapter(redis!, options));
-    else if (impl === 'relock-glide') list.push(await glideAdapter(options));
+    else if (impl === 'relock-glide' || impl === 'floor-glide') list.push(await glideAdapter(impl, options));
     else if (impl === 'floor') list.push(await (await import('./floor.js')).floorAdapter(redis!));
     else if (impl === 'redis-semaphore') list.push((await import('./redis-semaphore.js')).redisSemaphoreAdapter(options));
     else list.push((await import('./redlock.js')).redlockAdapter(impl, options));

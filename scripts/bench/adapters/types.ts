@@ -6,11 +6,15 @@
 
 /**
  * The libraries measured; `floor` is two bare EVALSHA round trips per cycle on relock's node-redis
- * client; `relock-glide` is relock on a Valkey GLIDE 2 client (`GlideClient`).
+ * client; `relock-glide` is relock on a Valkey GLIDE 2 client (`GlideClient`), `floor-glide` the floor
+ * on one.
  */
-export type Impl = 'relock' | 'relock-glide' | 'redlock' | 'sesamecare-redlock' | 'redis-semaphore' | 'floor';
+export type Impl = 'relock' | 'relock-glide' | 'redlock' | 'sesamecare-redlock' | 'redis-semaphore' | 'floor' | 'floor-glide';
 
-export const ALL_IMPLS: readonly Impl[] = ['relock', 'relock-glide', 'floor', 'redlock', 'sesamecare-redlock', 'redis-semaphore'];
+export const ALL_IMPLS: readonly Impl[] = ['relock', 'relock-glide', 'floor', 'floor-glide', 'redlock', 'sesamecare-redlock', 'redis-semaphore'];
+
+/** Whether `impl` is a floor (two bare round trips, no waiting: scenarios 1 and 2 only). */
+export const isFloor = (impl: Impl): boolean => impl === 'floor' || impl === 'floor-glide';
 
 /** A lock (or one permit of a semaphore) as one task sees it: acquire, then release what it took. */
 export interface Mutex {
@@ -48,6 +52,7 @@ export const REQUEST_COMMANDS: Readonly<Record<Impl, readonly string[]>> = {
   relock: ['evalsha', 'eval', 'unlink', 'subscribe', 'unsubscribe'],
   'relock-glide': ['evalsha', 'eval', 'unlink', 'subscribe', 'unsubscribe'],
   floor: ['evalsha'],
+  'floor-glide': ['evalsha'],
   redlock: ['evalsha', 'eval'],
   'sesamecare-redlock': ['evalsha', 'eval'],
   'redis-semaphore': ['set', 'evalsha', 'eval'],
