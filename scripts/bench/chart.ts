@@ -14,6 +14,7 @@ export interface Panel {
 
 const COLORS: Record<Impl, string> = {
   relock: '#1b7837',
+  'relock-ioredis': '#7fbc41',
   'relock-glide': '#5aae61',
   floor: '#888888',
   'floor-glide': '#bbbbbb',

@@ -62,6 +62,25 @@ export function evaluateGoals(results: Results): GoalResult[] {
       : { goal, pass: undefined, detail: `relock-glide ${fmt(glide)}/s = ${fmt(glide / floor, 2)}× floor ${fmt(floor)}/s${onGlide}` });
   }
   {
+    // Issue 11: relock on ioredis next to the peers on the same ioredis client, with the ratios.
+    const goal = 'relock on ioredis ahead of every peer on the same ioredis client (uncontended, contention)';
+    const ratios = (scenario: string, name: string): string | undefined => {
+      const relock = figure(results, scenario, 'relock-ioredis', name);
+      const peers = peerFigures(results, scenario, name);
+      if (relock === undefined || peers.length === 0) return undefined;
+      const ofNodeRedis = figure(results, scenario, 'relock', name);
+      return `${scenario}: relock-ioredis ${fmt(relock)}/s = ${peers.map(([i, v]) => `${fmt(relock / v, 2)}× ${i}`).join(', ')}${ofNodeRedis === undefined ? '' : `; ${fmt(relock / ofNodeRedis, 2)}× relock on node-redis`}`;
+    };
+    const details = [ratios('uncontended', 'cyclesPerSec'), ratios('contention', 'csPerSec')].filter((d): d is string => d !== undefined);
+    const ahead = (scenario: string, name: string): boolean => {
+      const relock = figure(results, scenario, 'relock-ioredis', name);
+      return relock === undefined || peerFigures(results, scenario, name).every(([, v]) => relock > v);
+    };
+    goals.push(details.length === 0
+      ? missing(goal, 'scenario 1 or 3 with relock-ioredis and a peer')
+      : { goal, pass: ahead('uncontended', 'cyclesPerSec') && ahead('contention', 'csPerSec'), detail: details.join(' | ') });
+  }
+  {
     const goal = 'Uncontended cycle ahead of every peer';
     const relock = figure(results, 'uncontended', 'relock', 'cyclesPerSec');
     const peers = peerFigures(results, 'uncontended', 'cyclesPerSec');

@@ -14,6 +14,14 @@ export type Failure = 'transient' | 'ambiguous' | 'closed' | 'wrongtype' | 'cros
 const TRANSIENT_REPLIES = /^(LOADING|BUSY|TRYAGAIN|CLUSTERDOWN|MASTERDOWN|READONLY|NOREPLICAS|MOVED|ASK)\b/;
 const NOT_SENT = new Set(['ClientOfflineError', 'ConnectionTimeoutError', 'RootNodesUnavailableError', 'TimeoutError', 'CommandTimeoutDuringMaintenanceError', 'MaxCommandRedirectionsError', 'ReconnectStrategyError']);
 const IN_FLIGHT = new Set(['SocketClosedUnexpectedlyError', 'SocketTimeoutError', 'SocketTimeoutDuringMaintenanceError', 'DisconnectsClientError', 'ResponseTimeoutError']);
+/** ioredis / iovalkey: offline with the offline queue off, the cluster's nodes all unreachable or its slot table not loaded. */
+const IOREDIS_NOT_SENT = /^(Stream isn't writeable and enableOfflineQueue options is false|None of startup nodes is available|Failed to refresh slots cache|CLUSTERDOWN)/;
+/**
+ * ioredis / iovalkey: the connection closed with the command queued or in flight, `commandTimeout`, the
+ * queue flushed after `maxRetriesPerRequest` reconnects (`autoResendUnfulfilledCommands` may have sent
+ * it), or a Cluster's redirections ran out (the last try may have been on a connection that closed).
+ */
+const IOREDIS_IN_FLIGHT = /^(Connection is closed\.|Command timed out|Reached the max retries per request limit|Too many Cluster redirections)/;
 const NOT_SENT_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH']);
 
 export function classify(failure: unknown): Failure {
@@ -24,7 +32,8 @@ export function classify(failure: unknown): Failure {
   const kind = error.constructor?.name;
   if (kind === 'ClientClosedError' || kind === 'ClosingError') return 'closed';
   if (NOT_SENT.has(kind) || error.message === 'The queue is full') return 'transient';
-  if (IN_FLIGHT.has(kind) || kind === 'ConnectionError') return 'ambiguous';
+  if (IN_FLIGHT.has(kind) || kind === 'ConnectionError' || kind === 'MaxRetriesPerRequestError' || IOREDIS_IN_FLIGHT.test(error.message)) return 'ambiguous';
+  if (kind === 'ClusterAllFailedError' || IOREDIS_NOT_SENT.test(error.message)) return 'transient';
   // A socket error's code is a string such as 'ECONNRESET'; other errors may carry a number (a DOMException's is 20).
   const code: unknown = (error as { code?: unknown }).code;
   if (typeof code === 'string' && NOT_SENT_CODES.has(code)) return 'transient';

@@ -34,6 +34,7 @@ let redis: Redis;
 let work: string;
 let scratch: string;
 let packedFiles: string[];
+let ioredisOnly: string;
 let busy: LockHandle;
 const busyName = uniqueName('package-busy');
 
@@ -105,6 +106,17 @@ beforeAll(async () => {
   symlinkSync(join('..', 'relock', manifest.bin.relock!), join(modules, '.bin', 'relock'));
   writeFileSync(join(scratch, 'package.json'), JSON.stringify({ name: 'relock-consumer', private: true, type: 'module' }));
   for (const file of readdirSync(consumerFiles)) copyFileSync(join(consumerFiles, file), join(scratch, file));
+
+  // A second project with relock and ioredis only: `npm install relock ioredis`, no `redis` anywhere.
+  ioredisOnly = join(work, 'ioredis-only');
+  mkdirSync(join(ioredisOnly, 'node_modules', 'relock'), { recursive: true });
+  await run('tar', ['-xzf', join(work, packed!.filename), '-C', join(ioredisOnly, 'node_modules', 'relock'), '--strip-components=1']);
+  for (const name of installClosure([...Object.keys(manifest.dependencies ?? {}), 'ioredis'])) {
+    mkdirSync(dirname(join(ioredisOnly, 'node_modules', name)), { recursive: true });
+    symlinkSync(join(root, 'node_modules', name), join(ioredisOnly, 'node_modules', name));
+  }
+  writeFileSync(join(ioredisOnly, 'package.json'), JSON.stringify({ name: 'relock-ioredis-consumer', private: true, type: 'module' }));
+  copyFileSync(join(here, 'ioredis-only', 'flash-sale.mjs'), join(ioredisOnly, 'flash-sale.mjs'));
   busy = await lockClient(redis).getLock(busyName).acquire();
 }, BUILD_TIMEOUT_MS + 60_000);
 
@@ -185,6 +197,16 @@ describe('the built package', () => {
     expect(result.version).toBe((createRequire(import.meta.url)('../../package.json') as { version: string }).version);
     expect(result.exports).toEqual(Object.keys(sources).sort());
     expectLockScenario(result);
+  }, 90_000);
+
+  it('works in a project with ioredis and no `redis` installed: a flash sale on the project\'s ioredis client, and `url` opened with ioredis', async () => {
+    expect(readdirSync(join(ioredisOnly, 'node_modules'))).not.toContain('redis');
+    const { stdout } = await run(process.execPath, [join(ioredisOnly, 'flash-sale.mjs'), JSON.stringify({ url: server.url, name: uniqueName('package-sale') })], {
+      cwd: ioredisOnly,
+      timeout: 60_000,
+      env: { ...process.env, NODE_OPTIONS: '--unhandled-rejections=strict' },
+    });
+    expect(JSON.parse(stdout.trim().split('\n').at(-1)!)).toEqual({ redisInstalled: false, sold: 10, stockLeft: 0, oversold: false, ioredisOpen: true, viaUrl: true });
   }, 90_000);
 
   it('runs the relock command with npx through its bin entry: --help, and inspect on a real Redis', async () => {

@@ -13,6 +13,7 @@ import { startCluster, type RedisClusterHandle } from '../support/cluster.js';
 import { useRedis } from '../support/harness.js';
 import { connect, lockClient, numsub } from '../support/helpers.js';
 import { startProxy, type TcpProxy } from '../support/tcp-proxy.js';
+import type { ClientFamily, OpenedClient } from './clients.js';
 
 export interface RedisLike {
   del(key: string): Promise<number>;
@@ -38,8 +39,9 @@ export interface LossyClient {
 }
 
 export interface Topology {
+  /** The deployment, with the client family when it is not node-redis (`'cluster on ioredis'`). */
   readonly name: string;
-  /** A lock client on the deployment, shut down after each test. */
+  /** A lock client on the deployment (through the topology's client family), shut down after each test. */
   client(options?: ClientOptions): LockClient;
   /** A node-redis client for checks. */
   readonly redis: RedisLike;
@@ -70,13 +72,32 @@ function useDisposer(): (close: () => Promise<unknown>) => void {
   return (close) => open.push(close);
 }
 
-/** The topology of a test file with a redis-server of its own (registers the file's hooks). */
-export function useStandaloneTopology(): () => Topology {
+/**
+ * The user's client of `family` (opened before the file's tests, closed after them), or undefined for
+ * node-redis, which the topology opens itself.
+ */
+function useFamilyClient(family: ClientFamily | undefined, open: (family: ClientFamily) => Promise<OpenedClient>): () => object | undefined {
+  let opened: OpenedClient | undefined;
+  beforeAll(async () => {
+    if (family) opened = await open(family);
+  }, 60_000);
+  afterAll(async () => {
+    await opened?.close();
+  });
+  return () => opened?.client;
+}
+
+/**
+ * The topology of a test file with a redis-server of its own (registers the file's hooks). Lock clients
+ * go through `family`'s client (default node-redis); checks use node-redis.
+ */
+export function useStandaloneTopology(family?: ClientFamily): () => Topology {
   const env = useRedis();
+  const familyClient = useFamilyClient(family, (f) => f.standalone(env.server.url));
   const dispose = useDisposer();
   return () => ({
-    name: 'standalone',
-    client: (options) => lockClient(env.redis, options),
+    name: family ? `standalone on ${family.name}` : 'standalone',
+    client: (options) => lockClient(familyClient() ?? env.redis, options),
     redis: env.redis,
     seeds: [{ host: env.server.host, port: env.server.port }],
     subscribers: (channel) => numsub(env.redis, channel),
@@ -89,9 +110,10 @@ export function useStandaloneTopology(): () => Topology {
     async lossyClient(options) {
       const proxy = await startProxy(env.server.host, env.server.port);
       dispose(() => proxy.close());
-      const redis = await connect(`redis://127.0.0.1:${proxy.port}`);
+      const url = `redis://127.0.0.1:${proxy.port}`;
+      const redis = family ? await family.standalone(url) : await connect(url).then((client) => ({ client, close: () => client.close() }));
       dispose(() => redis.close());
-      return { client: lockClient(redis, options), loseReplyTo: (key) => proxy.loseReply({ match: scriptCallOn(key) }) };
+      return { client: lockClient(redis.client, options), loseReplyTo: (key) => proxy.loseReply({ match: scriptCallOn(key) }) };
     },
   });
 }
@@ -99,8 +121,9 @@ export function useStandaloneTopology(): () => Topology {
 /**
  * The topology of a test file with a Redis Cluster of its own (3 primaries, 1 replica each; started
  * before its tests, stopped after them, with a check that no sharded subscription was left behind).
+ * Lock clients go through `family`'s client (default node-redis); checks use node-redis.
  */
-export function useClusterTopology(): { topology: () => Topology; cluster: () => RedisClusterHandle } {
+export function useClusterTopology(family?: ClientFamily): { topology: () => Topology; cluster: () => RedisClusterHandle } {
   let cluster: RedisClusterHandle;
   let redis: Awaited<ReturnType<RedisClusterHandle['connect']>>;
   const clients: LockClient[] = [];
@@ -111,7 +134,7 @@ export function useClusterTopology(): { topology: () => Topology; cluster: () =>
     const reply = (await cluster.command(primary, ['PUBSUB', 'SHARDNUMSUB', channel])) as unknown[];
     return Number(reply[1]);
   };
-  const client = (options?: ClientOptions, on = redis): LockClient => {
+  const client = (options?: ClientOptions, on: object = familyClient() ?? redis): LockClient => {
     const made = createLockClient({ redis: on, ...options });
     clients.push(made);
     return made;
@@ -122,6 +145,7 @@ export function useClusterTopology(): { topology: () => Topology; cluster: () =>
     cluster = await startCluster();
     redis = await cluster.connect();
   }, 60_000);
+  const familyClient = useFamilyClient(family, (f) => f.cluster(cluster.nodes[0]!.port));
   afterEach(async () => {
     await Promise.all(clients.splice(0).map((c) => c.shutdown()));
   });
@@ -132,7 +156,7 @@ export function useClusterTopology(): { topology: () => Topology; cluster: () =>
     await cluster?.stop();
   });
   const topology = (): Topology => ({
-    name: 'cluster',
+    name: family ? `cluster on ${family.name}` : 'cluster',
     client,
     redis,
     seeds: cluster.nodes.map((node) => ({ host: '127.0.0.1', port: node.port })),
@@ -161,12 +185,10 @@ export function useClusterTopology(): { topology: () => Topology; cluster: () =>
         return proxy && { host: '127.0.0.1', port: proxy.port };
       };
       const first = proxies.get(cluster.nodes[0]!.port)!;
-      const lossy = createCluster({ rootNodes: [{ url: `redis://127.0.0.1:${first.port}` }], nodeAddressMap: viaProxy });
-      lossy.on('error', () => {});
-      await lossy.connect();
+      const lossy = family ? await family.cluster(first.port, viaProxy) : await nodeRedisCluster(first.port, viaProxy);
       dispose(() => lossy.close());
       return {
-        client: client(options, lossy as unknown as typeof redis),
+        client: client(options, lossy.client),
         // Armed on every node's proxy at once (the call may be on its way already: no time to look up its
         // node); only the node of the key's slot sees it, and the others are disarmed after the loss.
         loseReplyTo: async (key) => {
@@ -177,4 +199,12 @@ export function useClusterTopology(): { topology: () => Topology; cluster: () =>
     },
   });
   return { topology, cluster: () => cluster };
+}
+
+/** A connected node-redis cluster client seeded with `port`, dialling each node at `map(address)`. */
+async function nodeRedisCluster(port: number, map: (address: string) => { host: string; port: number } | undefined): Promise<OpenedClient> {
+  const cluster = createCluster({ rootNodes: [{ url: `redis://127.0.0.1:${port}` }], nodeAddressMap: map });
+  cluster.on('error', () => {});
+  await cluster.connect();
+  return { client: cluster, close: () => cluster.close() };
 }

@@ -27,8 +27,8 @@ export function uniqueName(prefix = 'test'): string {
   return `${prefix}:${randomBytes(6).toString('hex')}`;
 }
 
-/** A lock client on `redis` with test-friendly defaults, closed by `closeAll()`. */
-export function lockClient(redis: Redis, options: Omit<LockClientOptions, 'redis' | 'url'> = {}): LockClient {
+/** A lock client on `redis` (any client relock accepts) with test-friendly defaults, closed by `closeAll()`. */
+export function lockClient(redis: object, options: Omit<LockClientOptions, 'redis' | 'url'> = {}): LockClient {
   const client = createLockClient({ redis, ...options });
   opened.push(client);
   return client;

@@ -1,3 +1,4 @@
+import { Redis } from 'ioredis';
 import { createClient } from 'redis';
 import type { Adapter, AdapterOptions, Impl } from './types.js';
 
@@ -10,8 +11,10 @@ export interface Adapters {
 /**
  * Opens the adapters of `impls` against one Redis. relock and the floor share one node-redis client
  * made with `createClient({ url })` and nothing else (node-redis 6 defaults, per-command timeout
- * included: relock must not pay it); `relock-glide` gets a GlideClient; each peer gets its own ioredis client. Libraries are imported only
- * when asked for, so that a child process measuring one of them starts quickly.
+ * included: relock must not pay it). relock-ioredis and the peers share one ioredis client, made with
+ * `new Redis(url, { autoResendUnfulfilledCommands: false })` (so that relock sends on it rather than on a
+ * duplicate: src/redis/clients/ioredis.ts); `relock-glide` and `floor-glide` get a GlideClient each. Libraries are imported only when asked for, so that a child
+ * process measuring one of them starts quickly.
  */
 /** relock, or the floor, on a `GlideClient` of its own (default configuration), closed with the adapter. */
 async function glideAdapter(impl: 'relock-glide' | 'floor-glide', options: AdapterOptions): Promise<Adapter> {
@@ -32,13 +35,19 @@ export async function openAdapters(impls: readonly Impl[], options: AdapterOptio
     redis.on('error', () => {});
     await redis.connect();
   }
+  let ioredis: Redis | undefined;
+  if (impls.some((impl) => impl !== 'relock' && impl !== 'floor')) {
+    ioredis = new Redis(options.url, { autoResendUnfulfilledCommands: false });
+    ioredis.on('error', () => {});
+  }
   const list: Adapter[] = [];
   for (const impl of impls) {
     if (impl === 'relock') list.push((await import('./relock.js')).relockAdapter(redis!, options));
+    else if (impl === 'relock-ioredis') list.push((await import('./relock.js')).relockAdapter(ioredis!, options, impl));
     else if (impl === 'relock-glide' || impl === 'floor-glide') list.push(await glideAdapter(impl, options));
     else if (impl === 'floor') list.push(await (await import('./floor.js')).floorAdapter(redis!));
-    else if (impl === 'redis-semaphore') list.push((await import('./redis-semaphore.js')).redisSemaphoreAdapter(options));
-    else list.push((await import('./redlock.js')).redlockAdapter(impl, options));
+    else if (impl === 'redis-semaphore') list.push((await import('./redis-semaphore.js')).redisSemaphoreAdapter(ioredis!, options));
+    else list.push((await import('./redlock.js')).redlockAdapter(impl, ioredis!, options));
   }
   return {
     list,
@@ -50,6 +59,7 @@ export async function openAdapters(impls: readonly Impl[], options: AdapterOptio
     async close() {
       await Promise.all(list.map((a) => a.close()));
       await redis?.close();
+      await ioredis?.quit();
     },
   };
 }

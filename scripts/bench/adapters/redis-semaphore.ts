@@ -1,4 +1,4 @@
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import { Mutex as RsMutex, Semaphore as RsSemaphore, TimeoutError } from 'redis-semaphore';
 import type { Adapter, AdapterOptions, Mutex } from './types.js';
 
@@ -9,13 +9,11 @@ interface RsLock {
 }
 
 /**
- * redis-semaphore 5 on one ioredis 5 client, default options (lockTimeout 10 s, acquireTimeout 10 s,
+ * redis-semaphore 5 on the shared ioredis 5 client, default options (lockTimeout 10 s, acquireTimeout 10 s,
  * retry every 10 ms, refresh every 8 s), one Mutex or Semaphore object per task. `onLockLost` is set
  * only to count losses: its default throws an unhandled error.
  */
-export function redisSemaphoreAdapter(options: AdapterOptions): Adapter {
-  const redis = new Redis(options.url);
-  redis.on('error', () => {});
+export function redisSemaphoreAdapter(redis: Redis, options: AdapterOptions): Adapter {
   const lockOptions = {
     ...(options.leaseMs === undefined ? {} : { lockTimeout: options.leaseMs }),
     onLockLost: () => options.onLost?.(),
@@ -44,6 +42,6 @@ export function redisSemaphoreAdapter(options: AdapterOptions): Adapter {
       ready: async () => {},
       task: () => task(new RsSemaphore(redis, name, permits, lockOptions)),
     }),
-    close: async () => void (await redis.quit()),
+    close: async () => {}, // the shared ioredis client is closed by openAdapters
   };
 }

@@ -1,5 +1,5 @@
 import { Redlock as SesameRedlock, ExecutionError as SesameExecutionError } from '@sesamecare-oss/redlock';
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import Redlock, { ExecutionError } from 'redlock';
 import type { Adapter, AdapterOptions, Impl } from './types.js';
 
@@ -14,13 +14,11 @@ interface RedlockLike {
 const DEFAULT_LEASE_MS = 30_000;
 
 /**
- * redlock 5.0.0-beta.2 or @sesamecare-oss/redlock on one ioredis 5 client, default settings (10
+ * redlock 5.0.0-beta.2 or @sesamecare-oss/redlock on the shared ioredis 5 client, default settings (10
  * retries every 200 ms ± 100 ms jitter). Mutexes use `acquire` / `release` (no extension); `hold` uses
  * `using`, which extends the lock 500 ms before it expires.
  */
-export function redlockAdapter(impl: Extract<Impl, 'redlock' | 'sesamecare-redlock'>, options: AdapterOptions): Adapter {
-  const redis = new Redis(options.url);
-  redis.on('error', () => {});
+export function redlockAdapter(impl: Extract<Impl, 'redlock' | 'sesamecare-redlock'>, redis: Redis, options: AdapterOptions): Adapter {
   const redlock = (impl === 'redlock' ? new Redlock([redis]) : new SesameRedlock([redis])) as unknown as RedlockLike;
   const gaveUp = (error: unknown): boolean => error instanceof ExecutionError || error instanceof SesameExecutionError;
   const lease = options.leaseMs ?? DEFAULT_LEASE_MS;
@@ -61,6 +59,6 @@ export function redlockAdapter(impl: Extract<Impl, 'redlock' | 'sesamecare-redlo
         await using;
       };
     },
-    close: () => redlock.quit(),
+    close: async () => {}, // not redlock.quit(): the shared ioredis client is closed by openAdapters
   };
 }

@@ -13,10 +13,10 @@ interface RSemaphoreApi {
 type WithSemaphore = LockClient & { getSemaphore?: (name: string) => RSemaphoreApi };
 
 /**
- * relock on the given client (node-redis, or GLIDE for `relock-glide`), defaults except `lockWatchdogTimeout` when `leaseMs` is set.
+ * relock on the given client (node-redis for `relock`, the shared ioredis one for `relock-ioredis`, a GlideClient for `relock-glide`), defaults except `lockWatchdogTimeout` when `leaseMs` is set.
  * Mutexes use `lock()` / `unlock()` (watchdog mode), one RLock object (one owner) per task.
  */
-export function relockAdapter(redis: object, options: AdapterOptions, impl: 'relock' | 'relock-glide' = 'relock'): Adapter {
+export function relockAdapter(redis: object, options: AdapterOptions, impl: 'relock' | 'relock-ioredis' | 'relock-glide' = 'relock'): Adapter {
   const client: WithSemaphore = createLockClient({ redis, ...(options.leaseMs === undefined ? {} : { lockWatchdogTimeout: options.leaseMs }) });
   if (options.onLost) client.on('lockLost', options.onLost);
   const getSemaphore = client.getSemaphore?.bind(client);

@@ -6,12 +6,12 @@
 
 /**
  * The libraries measured; `floor` is two bare EVALSHA round trips per cycle on relock's node-redis
- * client; `relock-glide` is relock on a Valkey GLIDE 2 client (`GlideClient`), `floor-glide` the floor
- * on one.
+ * client; `relock-ioredis` is relock on the ioredis client the peers use (one client, shared);
+ * `relock-glide` is relock on a Valkey GLIDE 2 client (`GlideClient`), `floor-glide` the floor on one.
  */
-export type Impl = 'relock' | 'relock-glide' | 'redlock' | 'sesamecare-redlock' | 'redis-semaphore' | 'floor' | 'floor-glide';
+export type Impl = 'relock' | 'relock-ioredis' | 'relock-glide' | 'redlock' | 'sesamecare-redlock' | 'redis-semaphore' | 'floor' | 'floor-glide';
 
-export const ALL_IMPLS: readonly Impl[] = ['relock', 'relock-glide', 'floor', 'floor-glide', 'redlock', 'sesamecare-redlock', 'redis-semaphore'];
+export const ALL_IMPLS: readonly Impl[] = ['relock', 'relock-ioredis', 'relock-glide', 'floor', 'floor-glide', 'redlock', 'sesamecare-redlock', 'redis-semaphore'];
 
 /** Whether `impl` is a floor (two bare round trips, no waiting: scenarios 1 and 2 only). */
 export const isFloor = (impl: Impl): boolean => impl === 'floor' || impl === 'floor-glide';
@@ -50,6 +50,7 @@ export interface AdapterOptions {
  */
 export const REQUEST_COMMANDS: Readonly<Record<Impl, readonly string[]>> = {
   relock: ['evalsha', 'eval', 'unlink', 'subscribe', 'unsubscribe'],
+  'relock-ioredis': ['evalsha', 'eval', 'unlink', 'subscribe', 'unsubscribe'],
   'relock-glide': ['evalsha', 'eval', 'unlink', 'subscribe', 'unsubscribe'],
   floor: ['evalsha'],
   'floor-glide': ['evalsha'],

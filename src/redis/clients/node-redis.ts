@@ -1,4 +1,3 @@
-import { createClient } from 'redis';
 import { outsideContexts } from '../../context.js';
 import { keySlot } from '../../keys.js';
 import {
@@ -69,8 +68,11 @@ export const nodeRedis: ClientAdapter = {
   },
 };
 
+/** node-redis's `createClient` (imported by src/redis/clients/url.ts only when a URL is given). */
+export type CreateClient = (options: { url: string; disableOfflineQueue: boolean }) => unknown;
+
 /** A connection over a node-redis client relock creates for `url` (offline queue off) and closes itself. */
-export function nodeRedisUrlConnection(url: string, onError: ErrorSink): Connection {
+export function nodeRedisUrlConnection(createClient: CreateClient, url: string, onError: ErrorSink): Connection {
   const client = outsideContexts(() =>
     (createClient({ url, disableOfflineQueue: true }) as unknown as StandaloneClient).on('error', (e) => onError(e, 'command')),
   ) as StandaloneClient;

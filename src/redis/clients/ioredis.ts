@@ -1,0 +1,314 @@
+import { outsideContexts } from '../../context.js';
+import { keySlot } from '../../keys.js';
+import { has, NextEvent, Notifier, requireMethods, type ClientAdapter, type Connection, type ErrorSink, type EventSource, type MessageListener } from '../connection.js';
+
+/** What relock uses of an ioredis (or iovalkey) `Redis`: a standalone node, or the primary found through `sentinels`. */
+interface IoRedis extends EventSource {
+  readonly status: string;
+  readonly options: { keyPrefix?: string; sentinels?: unknown; host?: string; port?: number; autoResendUnfulfilledCommands?: boolean };
+  call(command: string, ...args: string[]): Promise<unknown>;
+  duplicate(override?: object): IoRedis;
+  connect(): Promise<unknown>;
+  disconnect(): void;
+  quit(): Promise<unknown>;
+  subscribe(channel: string): Promise<unknown>;
+  unsubscribe(channel: string): Promise<unknown>;
+  ssubscribe(channel: string): Promise<unknown>;
+  sunsubscribe(channel: string): Promise<unknown>;
+}
+
+/** What relock uses of an ioredis (or iovalkey) `Cluster`. */
+interface IoCluster extends EventSource {
+  readonly isCluster: true;
+  readonly status: string;
+  readonly options: { keyPrefix?: string; redisOptions?: object; retryDelayOnFailover?: number };
+  /** Slot → node keys (`host:port`), the primary first: ioredis's routing table. */
+  readonly slots: ReadonlyArray<readonly string[] | undefined>;
+  call(command: string, ...args: string[]): Promise<unknown>;
+  duplicate(startupNodes?: unknown[], options?: object): IoCluster;
+  nodes(role: 'master'): IoRedis[];
+  connect(): Promise<unknown>;
+  disconnect(): void;
+  quit(): Promise<unknown>;
+}
+
+/** ioredis's (or iovalkey's) `Redis` class (imported by src/redis/clients/url.ts only when a URL is given). */
+export type IoRedisConstructor = new (url: string, options: object) => unknown;
+
+/**
+ * A connection over an ioredis (or iovalkey) client relock creates for `url` and closes itself: offline
+ * queue off (no lock command runs late after a reconnect), `maxRetriesPerRequest: 0`; commands issued
+ * before the first connect wait for it (or for its first error).
+ */
+export function ioredisUrlConnection(Redis: IoRedisConstructor, url: string, onError: ErrorSink): Connection {
+  const client = outsideContexts(() => new Redis(url, { lazyConnect: true, enableOfflineQueue: false, maxRetriesPerRequest: 0 }) as IoRedis);
+  client.on('error', (e) => onError(e, 'command'));
+  return standaloneConnection(client, onError, true);
+}
+
+const HINT = 'pass an ioredis (v5) or iovalkey `Redis` or `Cluster` ("new Redis(...)", "new Cluster([...])")';
+
+/**
+ * ioredis 5 and iovalkey (the same shapes): `new Redis()` (standalone, or with `sentinels`) and
+ * `new Cluster()`. Recognised by `call` with a string `status` (node-redis has neither); a `Cluster` by
+ * `isCluster === true`.
+ *
+ * The traits of these clients, and what relock does about them:
+ * - re-sending: by default ioredis sends a command again after a reconnect when its connection closed
+ *   with the command in flight (`autoResendUnfulfilledCommands`; a `Cluster` also retries it on
+ *   another connection after `retryDelayOnFailover`). The command may then run twice, and relock's
+ *   scripts are idempotent only for the retries relock itself makes (it marks them), so relock sends its
+ *   commands on your client only when it has `autoResendUnfulfilledCommands: false` (a `Cluster`:
+ *   `retryDelayOnFailover: 0` and `redisOptions.autoResendUnfulfilledCommands: false`) and no
+ *   `keyPrefix`; otherwise on one `duplicate()` of it with those settings (closed by `shutdown()`).
+ * - `keyPrefix`: ioredis prefixes the keys of `call` (EVAL/EVALSHA keys included) but not channels. relock
+ *   applies the prefix itself, to keys and channels alike (reported as `clientKeyPrefix`, the default
+ *   `LockClientOptions.keyPrefix`), and sends its commands on a duplicate without it (see above), which
+ *   would otherwise prefix its keys twice.
+ * - offline queue (`enableOfflineQueue`, default on) and `maxRetriesPerRequest` (default 20): commands
+ *   issued while your client is disconnected wait in its queue; relock's `responseTimeout` bounds the
+ *   caller's wait either way, and a command that ran late is handled as an ambiguous reply (an
+ *   acquisition nobody renews frees itself within its lease). `MaxRetriesPerRequestError` counts as
+ *   ambiguous, because `autoResendUnfulfilledCommands` may have sent the command before the reconnect.
+ * - `enableAutoPipelining`: relock's commands go through `call`, so they join the automatic pipelines of
+ *   the connection they are sent on (the duplicate inherits the option; measured in scripts/bench/).
+ * - `autoResubscribe`: relock's subscriber is its own connection (`duplicate()` with `autoResubscribe`
+ *   on), so your setting does not affect it; after every reconnect relock also wakes its waiters, since
+ *   messages may have been lost.
+ * - Cluster: commands are routed by ioredis on their first key (relock's key; every key of a script is in
+ *   its slot); keyless commands (`WAIT`, `INFO`, `PUBSUB`) go to the primary of the slot from ioredis's
+ *   slot table; waiting uses sharded pub/sub (`SSUBSCRIBE`) on one subscriber connection per primary,
+ *   moved when the slot table changes (iovalkey has no sharded subscriber of its own, and ioredis's
+ *   needs `shardedSubscribers: true`).
+ */
+export const ioredis: ClientAdapter = {
+  family: 'ioredis',
+  recognises: (client) => has(client, 'call') && typeof (client as { status?: unknown }).status === 'string',
+  open(client, onError) {
+    if ((client as { isCluster?: unknown }).isCluster === true) {
+      requireMethods(client, 'ioredis Cluster', ['call', 'duplicate', 'nodes', 'on', 'off'], HINT);
+      return clusterConnection(client as IoCluster, onError);
+    }
+    requireMethods(client, 'ioredis Redis', ['call', 'duplicate', 'on', 'off'], HINT);
+    return standaloneConnection(client as IoRedis, onError);
+  },
+};
+
+/** `call` with relock's raw arguments: the command name as relock spells it (no ioredis reply or argument transformer applies). */
+const call = (client: { call(command: string, ...args: string[]): Promise<unknown> }, args: readonly string[]): Promise<unknown> =>
+  client.call(args[0]!, ...args.slice(1));
+
+/** A subscriber connection relock owns: a `duplicate()` that connects now, queues until then and re-subscribes after reconnects. */
+function subscriberOf(node: IoRedis, onError: ErrorSink, reconnected: Notifier): IoRedis {
+  return outsideContexts(() => {
+    const sub = node.duplicate({ lazyConnect: true, enableOfflineQueue: true, autoResubscribe: true, keyPrefix: '' });
+    sub.on('error', (e) => onError(e, 'subscriber'));
+    sub.on('ready', reconnected.afterFirst(false));
+    sub.connect().catch(() => {});
+    return sub;
+  });
+}
+
+/**
+ * relock's commands sent and not answered yet. With `autoResendUnfulfilledCommands: false` ioredis drops
+ * the commands in flight when the connection closes, leaving their promises pending: relock rejects them
+ * itself on `'close'`, as ambiguous ("Connection is closed."), instead of waiting out `responseTimeout`.
+ */
+class InFlight {
+  private readonly pending = new Set<(error: Error) => void>();
+  track(reply: Promise<unknown>): Promise<unknown> {
+    return new Promise((resolve, reject) => {
+      this.pending.add(reject);
+      reply.then(resolve, reject).finally(() => this.pending.delete(reject));
+    });
+  }
+  readonly abandon = (): void => {
+    const error = new Error('Connection is closed.');
+    for (const reject of this.pending) reject(error);
+    this.pending.clear();
+  };
+}
+
+/** Channel → listeners, with one Redis subscription per channel that has any. */
+class Listeners {
+  private readonly byChannel = new Map<string, Set<MessageListener>>();
+  readonly dispatch = (channel: unknown, message: unknown): void => {
+    for (const listener of this.byChannel.get(String(channel)) ?? []) listener(String(message), String(channel));
+  };
+  /** Adds `listener`; true when it is the channel's first (subscribe now). */
+  add(channel: string, listener: MessageListener): boolean {
+    const set = this.byChannel.get(channel);
+    if (set) return void set.add(listener), false;
+    this.byChannel.set(channel, new Set([listener]));
+    return true;
+  }
+  /** Removes `listener`; true when it was the channel's last (unsubscribe now). */
+  remove(channel: string, listener: MessageListener): boolean {
+    const set = this.byChannel.get(channel);
+    if (!set?.delete(listener) || set.size > 0) return false;
+    this.byChannel.delete(channel);
+    return true;
+  }
+  has(channel: string): boolean {
+    return this.byChannel.has(channel);
+  }
+  channels(): string[] {
+    return [...this.byChannel.keys()];
+  }
+}
+
+/**
+ * The connection relock sends through: your client when re-sending is off on it and it has no
+ * `keyPrefix`, else one `duplicate()` of it with those changed (see `ioredis`). `safe` says whether the
+ * client is already so configured; `unprefixed` makes the duplicate.
+ */
+function commandClient<T extends IoRedis | IoCluster>(client: T, safe: boolean, duplicate: () => T, onError: ErrorSink): { commands: T; owned: boolean } {
+  if (safe && !client.options?.keyPrefix) return { commands: client, owned: false };
+  const commands = outsideContexts(duplicate);
+  commands.on('error', (e) => onError(e, 'command'));
+  return { commands, owned: true };
+}
+
+async function closeOwned(client: IoRedis | IoCluster): Promise<void> {
+  if (client.status === 'ready') await client.quit().catch(() => client.disconnect());
+  else client.disconnect();
+}
+
+function standaloneConnection(client: IoRedis, onError: ErrorSink, ownsClient = false): Connection {
+  const { commands, owned } = ownsClient
+    ? { commands: client, owned: true }
+    : commandClient(client, client.options?.autoResendUnfulfilledCommands === false, () => client.duplicate({ keyPrefix: '', autoResendUnfulfilledCommands: false }), onError);
+  // A client relock owns starts connecting now; commands wait for that instead of failing while it is
+  // offline, until it connects or reports its first error (then the caller's retry policy decides).
+  let connecting: Promise<unknown> | undefined = ownsClient ? outsideContexts(() => client.connect()) : undefined;
+  connecting?.catch(() => {});
+  const connectError = ownsClient ? new NextEvent(client, 'error') : undefined;
+  const send = (args: readonly string[]): Promise<unknown> => {
+    if (connecting !== undefined) {
+      if (client.status === 'ready') connecting = undefined;
+      else return Promise.race([connecting, connectError!.next()]).then(() => inFlight.track(call(commands, args)));
+    }
+    return inFlight.track(call(commands, args));
+  };
+  const inFlight = new InFlight();
+  commands.on('close', inFlight.abandon);
+  const reconnected = new Notifier();
+  const onCommandReady = reconnected.afterFirst(commands.status === 'ready');
+  commands.on('ready', onCommandReady);
+  const listeners = new Listeners();
+  let subscriber: IoRedis | undefined;
+  const getSubscriber = (): IoRedis => {
+    if (!subscriber) {
+      subscriber = subscriberOf(client, onError, reconnected);
+      subscriber.on('message', listeners.dispatch);
+    }
+    return subscriber;
+  };
+  return {
+    topology: client.options?.sentinels ? 'sentinel' : 'standalone',
+    clientKeyPrefix: ownsClient ? undefined : client.options?.keyPrefix || undefined,
+    publishCommand: 'publish',
+    send: (_firstKey, args) => send(args),
+    sendKeyless: (_slotKey, args) => send(args),
+    async subscribe(channel, listener) {
+      if (listeners.add(channel, listener)) await getSubscriber().subscribe(channel);
+    },
+    async unsubscribe(channel, listener) {
+      // Sent even while the subscriber is (re)connecting: it queues behind the SUBSCRIBE, in order.
+      if (listeners.remove(channel, listener) && subscriber && subscriber.status !== 'end') await subscriber.unsubscribe(channel);
+    },
+    onReconnected: reconnected.add,
+    async close() {
+      commands.off?.('ready', onCommandReady);
+      commands.off?.('close', inFlight.abandon);
+      subscriber?.disconnect();
+      if (owned) await closeOwned(commands);
+    },
+  };
+}
+
+/** `host:port` of a node, as ioredis keys its slot table. */
+const nodeKey = (node: IoRedis): string => `${node.options.host ?? '127.0.0.1'}:${node.options.port ?? 6379}`;
+
+function clusterConnection(cluster: IoCluster, onError: ErrorSink): Connection {
+  const nodeOptions = cluster.options?.redisOptions as { autoResendUnfulfilledCommands?: boolean } | undefined;
+  const { commands, owned } = commandClient(
+    cluster,
+    cluster.options?.retryDelayOnFailover === 0 && nodeOptions?.autoResendUnfulfilledCommands === false,
+    () => cluster.duplicate(undefined, { keyPrefix: '', retryDelayOnFailover: 0, redisOptions: { ...nodeOptions, keyPrefix: '', autoResendUnfulfilledCommands: false } }),
+    onError,
+  );
+  const reconnected = new Notifier();
+  const listeners = new Listeners();
+  /** Primary `host:port` → relock's sharded subscriber on it; channel → the primary it is subscribed on. */
+  const subscribers = new Map<string, IoRedis>();
+  const homes = new Map<string, string>();
+
+  /** The primary serving `slot` (waiting for ioredis's slot table when it has none yet). */
+  const primaryOf = async (slot: number): Promise<IoRedis> => {
+    if (commands.slots[slot] === undefined) await commands.call('PING');
+    const key = commands.slots[slot]?.[0];
+    const node = key === undefined ? undefined : commands.nodes('master').find((n) => nodeKey(n) === key);
+    if (!node) throw new Error(`CLUSTERDOWN no known primary serves slot ${slot} yet`);
+    return node;
+  };
+  const subscriberFor = (node: IoRedis): IoRedis => {
+    const key = nodeKey(node);
+    let sub = subscribers.get(key);
+    if (!sub) {
+      sub = subscriberOf(node, onError, reconnected);
+      sub.on('smessage', listeners.dispatch);
+      subscribers.set(key, sub);
+    }
+    return sub;
+  };
+  const home = async (channel: string): Promise<void> => {
+    const node = await primaryOf(keySlot(channel));
+    const sub = subscriberFor(node);
+    homes.set(channel, nodeKey(node));
+    await sub.ssubscribe(channel);
+    // Unsubscribed while this was under way: the SUNSUBSCRIBE found no home yet, so send it now.
+    if (!listeners.has(channel)) await sub.sunsubscribe(channel);
+  };
+  /** After ioredis refreshed its slot table: moves each channel whose slot changed primary, then wakes the waiters. */
+  const rehome = (): void => {
+    let moved = false;
+    for (const channel of listeners.channels()) {
+      const now = commands.slots[keySlot(channel)]?.[0];
+      const before = homes.get(channel);
+      if (now === undefined || now === before) continue;
+      moved = true;
+      if (before !== undefined) subscribers.get(before)?.sunsubscribe(channel).catch(() => {});
+      home(channel).catch((e: unknown) => onError(e, 'subscriber'));
+    }
+    if (moved) reconnected.notify();
+  };
+  commands.on('refresh', rehome);
+  commands.on('+node', reconnected.notify);
+  commands.on('-node', reconnected.notify);
+
+  return {
+    topology: 'cluster',
+    clientKeyPrefix: cluster.options?.keyPrefix || undefined,
+    publishCommand: 'spublish',
+    send: (_firstKey, args) => call(commands, args),
+    sendKeyless: async (slotKey, args) => call(await primaryOf(keySlot(slotKey)), args),
+    async subscribe(channel, listener) {
+      if (listeners.add(channel, listener)) await home(channel);
+    },
+    async unsubscribe(channel, listener) {
+      if (!listeners.remove(channel, listener)) return;
+      const sub = subscribers.get(homes.get(channel) ?? '');
+      homes.delete(channel);
+      if (sub && sub.status !== 'end') await sub.sunsubscribe(channel);
+    },
+    onReconnected: reconnected.add,
+    async close() {
+      commands.off?.('refresh', rehome);
+      commands.off?.('+node', reconnected.notify);
+      commands.off?.('-node', reconnected.notify);
+      for (const sub of subscribers.values()) sub.disconnect();
+      if (owned) await closeOwned(commands);
+    },
+  };
+}

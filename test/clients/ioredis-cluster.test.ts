@@ -1,0 +1,13 @@
+/** The core suites, the lock contract and the client acceptance tests on a Redis Cluster through ioredis's `Cluster`. */
+import { clientAcceptanceTests } from '../contract/clients.js';
+import { lockContractTests } from '../contract/lock-contract.js';
+import { IOREDIS } from '../shared/clients.js';
+import { familyCoreTests } from '../shared/family-core.js';
+import { ownershipCoreTests } from '../shared/ownership-core.js';
+import { useClusterTopology } from '../shared/topology.js';
+
+const { topology } = useClusterTopology(IOREDIS);
+clientAcceptanceTests(topology);
+lockContractTests(topology);
+familyCoreTests(topology);
+ownershipCoreTests(topology);

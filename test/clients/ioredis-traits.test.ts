@@ -1,0 +1,114 @@
+/**
+ * The ioredis traits relock deals with explicitly (src/redis/clients/ioredis.ts): `keyPrefix` (applied
+ * once), `enableAutoPipelining` (relock's commands join the client's pipelines), `shutdown()` leaving the
+ * user's client open, and a `Redis` with `sentinels` across a failover.
+ */
+import { afterEach, describe, expect, it } from '@jest/globals';
+import { Redis, type RedisOptions } from 'ioredis';
+import { createLockClient, type LockClient } from '../../src/index.js';
+import { useRedis } from '../support/harness.js';
+import { uniqueName, waitUntil } from '../support/helpers.js';
+import { MASTER_NAME, startSentinel, type SentinelSetup } from '../support/sentinel.js';
+
+const env = useRedis();
+const opened: Array<{ quit(): Promise<unknown>; disconnect(): void }> = [];
+const clients: LockClient[] = [];
+let sentinel: SentinelSetup | undefined;
+
+/** A connected ioredis client on the file's Redis, closed after the test. */
+async function ioredis(options: RedisOptions = {}): Promise<Redis> {
+  const client = new Redis(env.server.url, options);
+  client.on('error', () => {});
+  opened.push(client);
+  if (client.status !== 'ready') await new Promise((resolve) => client.once('ready', resolve));
+  return client;
+}
+const lockClientOn = (redis: object, options: { lockWatchdogTimeout?: number } = {}): LockClient => {
+  const client = createLockClient({ redis, ...options });
+  clients.push(client);
+  return client;
+};
+
+afterEach(async () => {
+  await Promise.all(clients.splice(0).map((c) => c.shutdown()));
+  await Promise.all(opened.splice(0).map((c) => c.quit().catch(() => c.disconnect())));
+  await sentinel?.stop();
+  sentinel = undefined;
+});
+
+describe('ioredis traits', () => {
+  it('keyPrefix: relock applies it once, to keys and channels; the user\'s own commands keep it', async () => {
+    // Re-sending off, so that only the prefix decides that relock sends on a duplicate.
+    const io = await ioredis({ keyPrefix: 'app:', autoResendUnfulfilledCommands: false });
+    const client = lockClientOn(io);
+    const name = uniqueName();
+    const lock = client.getLock(name);
+    expect(lock.key.startsWith('app:')).toBe(true);
+    const handle = await lock.acquire({ leaseTime: 10, unit: 'seconds' });
+    expect(await env.redis.exists(lock.key)).toBe(1);
+    expect(await env.redis.exists(`app:${lock.key}`)).toBe(0);
+    // A waiter is woken by the unlock message on the (once-)prefixed channel.
+    const waiting = lockClientOn(io).getLock(name).tryLock(10, 10, 'seconds');
+    await waitUntil(async () => Number(((await env.redis.sendCommand(['PUBSUB', 'NUMSUB', lock.channel])) as unknown[])[1]) === 1, 5000, 5, 'the waiter to subscribe');
+    const start = performance.now();
+    await handle.release();
+    expect(await waiting).toBe(true);
+    expect(performance.now() - start).toBeLessThan(500);
+    await io.set('mine', '1');
+    expect(await env.redis.get('app:mine')).toBe('1');
+  });
+
+  it('enableAutoPipelining: concurrent locks all succeed, sent in fewer pipelines than commands', async () => {
+    // Re-sending off: relock sends on this very client (else on a duplicate of it, which inherits the option).
+    const io = await ioredis({ enableAutoPipelining: true, autoResendUnfulfilledCommands: false });
+    let pipelines = 0;
+    const pipeline = io.pipeline.bind(io);
+    io.pipeline = ((...args: Parameters<typeof io.pipeline>) => (pipelines++, pipeline(...args))) as typeof io.pipeline;
+    const client = lockClientOn(io);
+    const locks = Array.from({ length: 200 }, () => client.getLock(uniqueName()));
+    expect(await Promise.all(locks.map((l) => l.tryLock(0, 10, 'seconds')))).toEqual(locks.map(() => true));
+    await Promise.all(locks.map((l) => l.unlock()));
+    expect(pipelines).toBeGreaterThan(0);
+    expect(pipelines).toBeLessThan(200);
+    for (const lock of locks) expect(await env.redis.exists(lock.key)).toBe(0);
+  });
+
+  it('shutdown() leaves the user\'s client open and closes relock\'s connections (its duplicate for commands, its subscriber)', async () => {
+    const connections = async (): Promise<number> => String(await env.redis.sendCommand(['CLIENT', 'LIST'])).trim().split('\n').length;
+    const before = await connections();
+    const io = await ioredis();
+    const client = lockClientOn(io);
+    const name = uniqueName();
+    const lock = client.getLock(name);
+    const held = await lock.acquire({ leaseTime: 10, unit: 'seconds' });
+    const waiting = lockClientOn(io).getLock(name).tryLock(10, 10, 'seconds');
+    await waitUntil(async () => Number(((await env.redis.sendCommand(['PUBSUB', 'NUMSUB', lock.channel])) as unknown[])[1]) === 1, 5000, 5, 'the waiter to subscribe');
+    await held.release();
+    expect(await waiting).toBe(true);
+    await Promise.all(clients.splice(0).map((c) => c.shutdown()));
+    expect(io.status).toBe('ready');
+    expect(await io.ping()).toBe('PONG');
+    await waitUntil(async () => (await connections()) === before + 1, 2000, 10, "only the user's connection to be left");
+    const clientList = String(await env.redis.sendCommand(['CLIENT', 'LIST']));
+    expect(clientList.split('\n').filter((line) => / sub=[1-9]/.test(line))).toEqual([]);
+  });
+
+  it('a Redis with `sentinels`: a lock held through a failover stays held, is renewed on the new primary, and its waiter gets it after release', async () => {
+    sentinel = await startSentinel();
+    const io = new Redis({ sentinels: [{ host: '127.0.0.1', port: sentinel.sentinelPort }], name: MASTER_NAME, maxRetriesPerRequest: 3 });
+    io.on('error', () => {});
+    opened.push(io);
+    const client = lockClientOn(io, { lockWatchdogTimeout: 4000 });
+    const name = uniqueName();
+    const handle = await client.getLock(name).acquire();
+    const waiting = lockClientOn(io).getLock(name).tryLock(60, 'seconds');
+    waiting.catch(() => {});
+    await sentinel.failover();
+    const renewals = client.stats().renewalCalls;
+    await waitUntil(() => client.stats().renewalCalls >= renewals + 2, 8000, 20, 'renewals after the failover');
+    expect(handle.signal.aborted).toBe(false);
+    expect(await client.getLock(name).isLocked()).toBe(true);
+    await handle.release();
+    expect(await waiting).toBe(true);
+  }, 60_000);
+});

@@ -1,0 +1,49 @@
+/**
+ * The Redis client families the core and contract suites run on: one line each in `CLIENT_FAMILIES`.
+ * A family opens the user's client the way its users would: standalone on a URL, or a Cluster from one
+ * seed node with an optional address map (the TCP proxies of `lossyClient`). node-redis is the
+ * topology's own client (test/shared/topology.ts); the others are opened here and closed after the file.
+ */
+import { Cluster as IoCluster, Redis as IoRedis } from 'ioredis';
+import { Cluster as ValkeyCluster, Redis as ValkeyRedis } from 'iovalkey';
+
+/** A user's client relock is given as `redis`, and how the test closes it. */
+export interface OpenedClient {
+  readonly client: object;
+  close(): Promise<unknown>;
+}
+
+export interface ClientFamily {
+  /** How the tests name it. */
+  readonly name: string;
+  /** A connected standalone client on `url`. */
+  standalone(url: string): Promise<OpenedClient>;
+  /** A connected Cluster client seeded with `port`; `map` turns a node's announced `host:port` into the address to dial. */
+  cluster(port: number, map?: (address: string) => { host: string; port: number } | undefined): Promise<OpenedClient>;
+}
+
+/** ioredis and iovalkey share their API: one opener for both. */
+function ioredisLike(name: string, Redis: typeof IoRedis, Cluster: typeof IoCluster): ClientFamily {
+  const opened = async (client: IoRedis | IoCluster): Promise<OpenedClient> => {
+    client.on('error', () => {});
+    if (client.status !== 'ready') await new Promise((resolve) => client.once('ready', resolve));
+    return { client, close: () => client.quit().catch(() => client.disconnect()) };
+  };
+  return {
+    name,
+    standalone: (url) => opened(new Redis(url, { maxRetriesPerRequest: 3 })),
+    cluster: (port, map) =>
+      opened(
+        new Cluster([{ host: '127.0.0.1', port }], {
+          ...(map && { natMap: (address: string) => map(address) ?? null }),
+          redisOptions: { maxRetriesPerRequest: 3 },
+        } as ConstructorParameters<typeof IoCluster>[1]),
+      ),
+  };
+}
+
+export const IOREDIS = ioredisLike('ioredis', IoRedis, IoCluster);
+export const IOVALKEY = ioredisLike('iovalkey', ValkeyRedis as unknown as typeof IoRedis, ValkeyCluster as unknown as typeof IoCluster);
+
+/** The families besides node-redis (which every suite runs on by default). */
+export const CLIENT_FAMILIES: readonly ClientFamily[] = [IOREDIS, IOVALKEY];
