@@ -185,7 +185,7 @@ export function useClusterTopology(family?: ClientFamily): { topology: () => Top
         return proxy && { host: '127.0.0.1', port: proxy.port };
       };
       const first = proxies.get(cluster.nodes[0]!.port)!;
-      const lossy = family ? await family.cluster(first.port, viaProxy) : await nodeRedisCluster(first.port, viaProxy);
+      const lossy = family && family.dialsThroughMap !== false ? await family.cluster(first.port, viaProxy) : await nodeRedisCluster(first.port, viaProxy);
       dispose(() => lossy.close());
       return {
         client: client(options, lossy.client),
