@@ -150,10 +150,18 @@ describe('recognising a GLIDE client', () => {
 
 describe('GLIDE reconnects', () => {
   const env = useRedis({ server: { controllable: true } });
-
-  it('wakes a parked waiter once the subscriber is back after a server restart (not at the 30 s lease)', async () => {
+  /** Runs `test` with a GLIDE client of its own on the file's server, closed afterwards. */
+  const withGlide = async (test: (glide: GlideClient) => Promise<void>): Promise<void> => {
     const glide = await GlideClient.createClient({ addresses: [{ host: env.server.host, port: env.server.port }] });
     try {
+      await test(glide);
+    } finally {
+      glide.close();
+    }
+  };
+
+  it('wakes a parked waiter once the subscriber is back after a server restart (not at the 30 s lease)', () =>
+    withGlide(async (glide) => {
       const holder = createLockClient({ redis: glide });
       // Woken as soon as the subscriber is back, the waiter may try while the command connection is still
       // reconnecting: enough retries to cover that.
@@ -172,14 +180,10 @@ describe('GLIDE reconnects', () => {
       expect(performance.now() - start).toBeLessThan(10_000);
       await lock.unlock();
       await Promise.all([holder.shutdown(), waiter.shutdown()]);
-    } finally {
-      glide.close();
-    }
-  }, 30_000);
+    }), 30_000);
 
-  it('after a dropped connection (a command timed out or failed to connect) and a later success, renews every hold at once (a hold lost in the restart is reported)', async () => {
-    const glide = await GlideClient.createClient({ addresses: [{ host: env.server.host, port: env.server.port }] });
-    try {
+  it('after a dropped connection (a command timed out or failed to connect) and a later success, renews every hold at once (a hold lost in the restart is reported)', () =>
+    withGlide(async (glide) => {
       // Renewals every 10 s: a loss reported sooner comes from the reconnect notice.
       const client = createLockClient({ redis: glide, lockWatchdogTimeout: 30_000, retry: { retries: 0, minTimeout: 10, maxTimeout: 10, factor: 1, randomize: false } });
       const lost: string[] = [];
@@ -193,14 +197,10 @@ describe('GLIDE reconnects', () => {
       await waitUntil(() => lost.length > 0, 3000, 10, 'lockLost after the reconnect');
       expect(lost).toEqual([name]);
       await client.shutdown();
-    } finally {
-      glide.close();
-    }
-  }, 30_000);
+    }), 30_000);
 
-  it('without dynamic subscribe (an early GLIDE 2) waits by polling, capped by the TTL, with a warning', async () => {
-    const glide = await GlideClient.createClient({ addresses: [{ host: env.server.host, port: env.server.port }] });
-    try {
+  it('without dynamic subscribe (an early GLIDE 2) waits by polling, capped by the TTL, with a warning', () =>
+    withGlide(async (glide) => {
       Object.defineProperty(glide, 'subscribe', { value: undefined });
       const lines: string[] = [];
       const logger = pino({ level: 'warn' }, { write: (line: string) => void lines.push(line) });
@@ -215,16 +215,13 @@ describe('GLIDE reconnects', () => {
       expect(lines.join('')).toMatch(/no dynamic subscribe.*"msg":"subscribe failed; waiting by polling"/);
       expect(await numsub(env.redis, client.getLock(name).channel)).toBe(0);
       await client.shutdown();
-    } finally {
-      glide.close();
-    }
-  });
+      }));
 
-  it('fails with ClientClosedError once the user closed the GLIDE client', async () => {
-    const glide = await GlideClient.createClient({ addresses: [{ host: env.server.host, port: env.server.port }] });
-    const client = createLockClient({ redis: glide });
-    glide.close();
-    await expect(client.getLock(newName()).tryLock(0, 5, 'seconds')).rejects.toBeInstanceOf(ClientClosedError);
-    await client.shutdown();
+    it('fails with ClientClosedError once the user closed the GLIDE client', async () => {
+      const glide = await GlideClient.createClient({ addresses: [{ host: env.server.host, port: env.server.port }] });
+      const client = createLockClient({ redis: glide });
+      glide.close();
+      await expect(client.getLock(newName()).tryLock(0, 5, 'seconds')).rejects.toBeInstanceOf(ClientClosedError);
+      await client.shutdown();
+    });
   });
-});
