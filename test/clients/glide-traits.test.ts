@@ -9,7 +9,7 @@ import { describe, expect, it } from '@jest/globals';
 import { ClientClosedError, createLockClient, InvalidArgumentError, WrongTypeError, type LockClient, type RLock } from '../../src/index.js';
 import { useClusterTopology, useStandaloneTopology, type Topology } from '../shared/topology.js';
 import { glide as glideAdapter } from '../../src/redis/clients/glide.js';
-import { GlideClient } from '@valkey/valkey-glide';
+import { Decoder, GlideClient } from '@valkey/valkey-glide';
 import { afterAll, afterEach, beforeAll } from '@jest/globals';
 import { GLIDE, type OpenedClient } from '../shared/clients.js';
 import { pino } from 'pino';
@@ -217,7 +217,32 @@ describe('GLIDE reconnects', () => {
       await client.shutdown();
       }));
 
-    it('fails with ClientClosedError once the user closed the GLIDE client', async () => {
+    it('works on a client whose defaultDecoder is Bytes (replies and messages as strings all the same)', async () => {
+    const glide = await GlideClient.createClient({ addresses: [{ host: env.server.host, port: env.server.port }], defaultDecoder: Decoder.Bytes });
+    try {
+      const client = createLockClient({ redis: glide });
+      const name = newName();
+      const held = await client.getLock(name).acquire({ leaseTime: 30_000, unit: 'ms' });
+      expect(await client.getLock(name).remainTimeToLive()).toBeGreaterThan(0);
+      const waiting = client.getLock(name).tryLock(10, 30, 'seconds');
+      await waitUntil(async () => (await numsub(env.redis, client.getLock(name).channel)) === 1, 5000, 2, 'the waiter to subscribe');
+      const start = performance.now();
+      await held.release();
+      expect(await waiting).toBe(true);
+      expect(performance.now() - start).toBeLessThan(1000);
+      await client.getLock(name).forceUnlock();
+      // Bulk-string replies compared as strings: the key's TYPE and relock kind, read for a WrongTypeError.
+      const other = client.getLock(newName());
+      await env.redis.set(other.key, 'not a lock');
+      await expect(other.tryLock(0, 5, 'seconds')).rejects.toMatchObject({ actualType: 'string', foundKind: undefined, askedKind: 'lock' });
+      await env.redis.del(other.key);
+      await client.shutdown();
+    } finally {
+      glide.close();
+    }
+  });
+
+  it('fails with ClientClosedError once the user closed the GLIDE client', async () => {
       const glide = await GlideClient.createClient({ addresses: [{ host: env.server.host, port: env.server.port }] });
       const client = createLockClient({ redis: glide });
       glide.close();

@@ -37,10 +37,16 @@ interface GlideMessage {
   message: unknown;
   channel: unknown;
 }
-type Route = { route: { type: 'primarySlotKey'; key: string } };
+/** `customCommand`'s options: a route on a cluster, and the reply decoder. */
+type CommandOptions = { route?: { type: 'primarySlotKey'; key: string }; decoder: number };
+/**
+ * GLIDE's `Decoder.String` (an enum: 0 bytes, 1 string), passed with every command so that a client
+ * created with `defaultDecoder: Decoder.Bytes` still answers relock with strings.
+ */
+const STRING_DECODER = 1;
 /** The members of `GlideClient` / `GlideClusterClient` relock uses. */
 interface GlideLike {
-  customCommand(args: string[], options?: Route): Promise<unknown>;
+  customCommand(args: string[], options?: CommandOptions): Promise<unknown>;
   close(errorMessage?: string): void;
   subscribe?(channels: Iterable<string>, timeoutMs: number): Promise<void>;
   unsubscribe?(channels: Iterable<string> | null, timeoutMs: number): Promise<void>;
@@ -81,7 +87,7 @@ function glideConnection(user: GlideLike, clustered: boolean, onError: ErrorSink
   let dropped = false;
   const run = (args: readonly string[], key: string | undefined): Promise<unknown> => {
     const command = [...args];
-    const reply = clustered && key !== undefined ? user.customCommand(command, { route: { type: 'primarySlotKey', key } }) : user.customCommand(command);
+    const reply = user.customCommand(command, clustered && key !== undefined ? { route: { type: 'primarySlotKey', key }, decoder: STRING_DECODER } : { decoder: STRING_DECODER });
     return reply.then(
       (value) => {
         if (dropped) {
