@@ -9,6 +9,7 @@ import { createLockClient, type LockClient } from '../../src/index.js';
 import { useRedis } from '../support/harness.js';
 import { uniqueName, waitUntil } from '../support/helpers.js';
 import { MASTER_NAME, startSentinel, type SentinelSetup } from '../support/sentinel.js';
+import { startProxy } from '../support/tcp-proxy.js';
 
 const env = useRedis();
 const opened: Array<{ quit(): Promise<unknown>; disconnect(): void }> = [];
@@ -16,8 +17,8 @@ const clients: LockClient[] = [];
 let sentinel: SentinelSetup | undefined;
 
 /** A connected ioredis client on the file's Redis, closed after the test. */
-async function ioredis(options: RedisOptions = {}): Promise<Redis> {
-  const client = new Redis(env.server.url, options);
+async function ioredis(options: RedisOptions = {}, url = env.server.url): Promise<Redis> {
+  const client = new Redis(url, options);
   client.on('error', () => {});
   opened.push(client);
   if (client.status !== 'ready') await new Promise((resolve) => client.once('ready', resolve));
@@ -71,6 +72,26 @@ describe('ioredis traits', () => {
     expect(pipelines).toBeGreaterThan(0);
     expect(pipelines).toBeLessThan(200);
     for (const lock of locks) expect(await env.redis.exists(lock.key)).toBe(0);
+  });
+
+  it('a reply lost with its connection: the retry follows the close at once, not responseTimeout (3 s) later', async () => {
+    const proxy = await startProxy(env.server.host, env.server.port);
+    try {
+      // Re-sending off: relock sends on this client, whose dropped in-flight commands ioredis never settles.
+      const io = await ioredis({ autoResendUnfulfilledCommands: false }, `redis://127.0.0.1:${proxy.port}`);
+      const lock = lockClientOn(io).getLock(uniqueName());
+      const lost = proxy.loseReply({ match: (request) => request.includes(lock.key) && request.includes('EVAL') });
+      const start = performance.now();
+      // A wait time: with none, an ambiguous first attempt is reported rather than retried.
+      expect(await lock.tryLock(5, 10, 'seconds')).toBe(true);
+      await lost;
+      expect(performance.now() - start).toBeLessThan(1500);
+      expect(await lock.getHoldCount()).toBe(1);
+      await lock.unlock();
+    } finally {
+      await Promise.all(clients.splice(0).map((c) => c.shutdown()));
+      await proxy.close();
+    }
   });
 
   it('shutdown() leaves the user\'s client open and closes relock\'s connections (its duplicate for commands, its subscriber)', async () => {

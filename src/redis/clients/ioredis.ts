@@ -110,13 +110,16 @@ function subscriberOf(node: IoRedis, onError: ErrorSink, reconnected: Notifier):
 }
 
 /**
- * relock's commands sent and not answered yet. With `autoResendUnfulfilledCommands: false` ioredis drops
- * the commands in flight when the connection closes, leaving their promises pending: relock rejects them
- * itself on `'close'`, as ambiguous ("Connection is closed."), instead of waiting out `responseTimeout`.
+ * relock's commands written to the socket and not answered yet. With `autoResendUnfulfilledCommands: false`
+ * ioredis drops the commands in flight when the connection closes, leaving their promises pending: relock
+ * rejects them itself on `'close'`, as ambiguous ("Connection is closed."), instead of waiting out
+ * `responseTimeout`. Commands queued while the client was offline are left alone: they are still sent.
  */
 class InFlight {
   private readonly pending = new Set<(error: Error) => void>();
-  track(reply: Promise<unknown>): Promise<unknown> {
+  /** `reply` of a command just sent on `client`: tracked when it went to the socket (the client was ready), not to the offline queue. */
+  track(client: { readonly status: string }, reply: Promise<unknown>): Promise<unknown> {
+    if (client.status !== 'ready') return reply;
     return new Promise((resolve, reject) => {
       this.pending.add(reject);
       reply.then(resolve, reject).finally(() => this.pending.delete(reject));
@@ -186,9 +189,9 @@ function standaloneConnection(client: IoRedis, onError: ErrorSink, ownsClient = 
   const send = (args: readonly string[]): Promise<unknown> => {
     if (connecting !== undefined) {
       if (client.status === 'ready') connecting = undefined;
-      else return Promise.race([connecting, connectError!.next()]).then(() => inFlight.track(call(commands, args)));
+      else return Promise.race([connecting, connectError!.next()]).then(() => inFlight.track(commands, call(commands, args)));
     }
-    return inFlight.track(call(commands, args));
+    return inFlight.track(commands, call(commands, args));
   };
   const inFlight = new InFlight();
   commands.on('close', inFlight.abandon);
