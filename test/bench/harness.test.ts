@@ -39,7 +39,7 @@ async function pendingAfter(promise: Promise<unknown>, ms: number): Promise<bool
   return !settled;
 }
 
-const WAITING: Impl[] = ['relock', 'relock-glide', 'redlock', 'sesamecare-redlock', 'redis-semaphore'];
+const WAITING: Impl[] = ['relock', 'relock-ioredis', 'relock-glide', 'redlock', 'sesamecare-redlock', 'redis-semaphore'];
 
 describe('bench adapters', () => {
   it.each(WAITING)('%s: a second task waits while the lock is held and gets it after the release', async (impl) => {
