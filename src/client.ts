@@ -35,9 +35,10 @@ export type NodeRedisClient = object;
 /** Options of `createLockClient`. Every time is in milliseconds. */
 export interface LockClientOptions {
   /**
-   * Your connected node-redis client (standalone, cluster or sentinel). relock sends its commands through
-   * it and opens one extra subscriber connection (`duplicate()`) for waiting; `shutdown()` leaves your
-   * client open. Give this or `url`.
+   * Your connected node-redis client (standalone, cluster or sentinel), or a Valkey GLIDE 2 client
+   * (`GlideClient`, `GlideClusterClient`). relock sends its commands through it and opens one extra
+   * subscriber connection for waiting (node-redis: `duplicate()`; GLIDE: a client of the same class and
+   * configuration, see docs/getting-started.md); `shutdown()` leaves your client open. Give this or `url`.
    */
   redis?: NodeRedisClient;
   /**

@@ -70,7 +70,7 @@ export async function openProbe(): Promise<Probe> {
         loadAverage: Math.round(loadavg()[0]! * 100) / 100,
         redisSource: process.env.REDIS_URL ? 'REDIS_URL' : 'local redis-server',
         versions: Object.fromEntries(
-          ['redis', 'ioredis', 'redlock', '@sesamecare-oss/redlock', 'redis-semaphore', 'hdr-histogram-js'].map((name) => [name, packageVersion(name)]),
+          ['redis', 'ioredis', '@valkey/valkey-glide', 'redlock', '@sesamecare-oss/redlock', 'redis-semaphore', 'hdr-histogram-js'].map((name) => [name, packageVersion(name)]),
         ),
       };
     },

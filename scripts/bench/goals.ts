@@ -68,6 +68,17 @@ export function evaluateGoals(results: Results): GoalResult[] {
     goals.push(requests === undefined ? missing(goal, 'scenario 1 with relock') : { goal, pass: requests <= 2.005, detail: `relock ${fmt(requests, 2)} requests per cycle` });
   }
   {
+    // Issue 11: relock on GLIDE, against the same floor (bare EVALSHA round trips on node-redis).
+    const goal = 'Uncontended cycle on Valkey GLIDE, against the node-redis floor (for the record)';
+    const glide = figure(results, 'uncontended', 'relock-glide', 'cyclesPerSec');
+    const floor = figure(results, 'uncontended', 'floor', 'cyclesPerSec');
+    const glideFloor = figure(results, 'uncontended', 'floor-glide', 'cyclesPerSec');
+    const onGlide = glideFloor === undefined ? '' : `; ${fmt(glide! / glideFloor, 2)}× floor-glide ${fmt(glideFloor)}/s`;
+    goals.push(glide === undefined || floor === undefined
+      ? missing(goal, 'scenario 1 with relock-glide and floor')
+      : { goal, pass: undefined, detail: `relock-glide ${fmt(glide)}/s = ${fmt(glide / floor, 2)}× floor ${fmt(floor)}/s${onGlide}` });
+  }
+  {
     // Issue 11: relock on ioredis next to the peers on the same ioredis client, with the ratios.
     const goal = 'relock on ioredis ahead of every peer on the same ioredis client (uncontended, contention)';
     const ratios = (scenario: string, name: string): string | undefined => {

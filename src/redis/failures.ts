@@ -2,9 +2,9 @@
  * How a failed Redis call failed, which decides whether it may be retried:
  * - `transient`: the command did not run (Redis said LOADING, BUSY, TRYAGAIN, CLUSTERDOWN, MASTERDOWN,
  *   READONLY, NOREPLICAS, MOVED or ASK; the client was offline; the command queue was full): safe to retry.
- * - `ambiguous`: the command may or may not have run (the socket closed while it was in flight, or no
- *   reply came within the response timeout): retry only operations that are idempotent.
- * - `closed`: the node-redis client was closed by its owner.
+ * - `ambiguous`: the command may or may not have run (the socket closed while it was in flight, GLIDE's
+ *   `ConnectionError`, or no reply came within the response timeout): retry only operations that are idempotent.
+ * - `closed`: the node-redis client was closed by its owner (a GLIDE client: `ClosingError`).
  * - `wrongtype`: Redis WRONGTYPE, the key holds another data type.
  * - `crossslot`: Redis CROSSSLOT, the keys are in different cluster slots.
  * - `fatal`: anything else (a script error, an unknown reply).
@@ -30,9 +30,9 @@ export function classify(failure: unknown): Failure {
   if (typeof (failure as Error | null)?.message !== 'string') return 'fatal';
   const error = failure as Error;
   const kind = error.constructor?.name;
-  if (kind === 'ClientClosedError') return 'closed';
+  if (kind === 'ClientClosedError' || kind === 'ClosingError') return 'closed';
   if (NOT_SENT.has(kind) || error.message === 'The queue is full') return 'transient';
-  if (IN_FLIGHT.has(kind) || kind === 'MaxRetriesPerRequestError' || IOREDIS_IN_FLIGHT.test(error.message)) return 'ambiguous';
+  if (IN_FLIGHT.has(kind) || kind === 'ConnectionError' || kind === 'MaxRetriesPerRequestError' || IOREDIS_IN_FLIGHT.test(error.message)) return 'ambiguous';
   if (kind === 'ClusterAllFailedError' || IOREDIS_NOT_SENT.test(error.message)) return 'transient';
   // A socket error's code is a string such as 'ECONNRESET'; other errors may carry a number (a DOMException's is 20).
   const code: unknown = (error as { code?: unknown }).code;

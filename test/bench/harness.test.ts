@@ -40,7 +40,7 @@ async function pendingAfter(promise: Promise<unknown>, ms: number): Promise<bool
   return !settled;
 }
 
-const WAITING: Impl[] = ['relock', 'redlock', 'redlock-tuned', 'sesamecare-redlock', 'redis-semaphore', 'redis-semaphore-tuned'];
+const WAITING: Impl[] = ['relock', 'relock-ioredis', 'relock-glide', 'redlock', 'redlock-tuned', 'sesamecare-redlock', 'redis-semaphore', 'redis-semaphore-tuned'];
 
 describe('bench adapters', () => {
   it.each(WAITING)('%s: a second task waits while the lock is held and gets it after the release', async (impl) => {
@@ -55,10 +55,10 @@ describe('bench adapters', () => {
     await second.release();
   });
 
-  it('floor: an acquire of a held key resolves to false, and true once it is released', async () => {
+  it.each(['floor', 'floor-glide'] as const)('%s: an acquire of a held key resolves to false, and true once it is released', async (impl) => {
     const name = uniqueName('bench');
-    const first = adapters.get('floor').mutex(name);
-    const second = adapters.get('floor').mutex(name);
+    const first = adapters.get(impl).mutex(name);
+    const second = adapters.get(impl).mutex(name);
     expect(await first.acquire()).toBe(true);
     expect(await second.acquire()).toBe(false);
     await first.release();

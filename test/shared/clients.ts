@@ -6,6 +6,7 @@
  */
 import { Cluster as IoCluster, Redis as IoRedis } from 'ioredis';
 import { Cluster as ValkeyCluster, Redis as ValkeyRedis } from 'iovalkey';
+import { GlideClient, GlideClusterClient, Logger } from '@valkey/valkey-glide';
 
 /** A user's client relock is given as `redis`, and how the test closes it. */
 export interface OpenedClient {
@@ -16,9 +17,14 @@ export interface OpenedClient {
 export interface ClientFamily {
   /** How the tests name it. */
   readonly name: string;
+  /** False when `cluster` cannot dial nodes through an address map (GLIDE): its lossy Cluster client is node-redis. */
+  readonly dialsThroughMap?: boolean;
   /** A connected standalone client on `url`. */
   standalone(url: string): Promise<OpenedClient>;
-  /** A connected Cluster client seeded with `port`; `map` turns a node's announced `host:port` into the address to dial. */
+  /**
+   * A connected Cluster client seeded with `port`; `map` turns a node's announced `host:port` into the
+   * address to dial (families with `dialsThroughMap: false` ignore it).
+   */
   cluster(port: number, map?: (address: string) => { host: string; port: number } | undefined): Promise<OpenedClient>;
 }
 
@@ -43,8 +49,28 @@ function ioredisLike(name: string, Redis: typeof IoRedis, Cluster: typeof IoClus
   };
 }
 
+/**
+ * Valkey GLIDE 2. GLIDE dials the addresses the Cluster announces and has no address map, so a Cluster's
+ * `lossyClient` (TCP proxies per node) stays on node-redis (`dialsThroughMap: false`).
+ */
+export const GLIDE: ClientFamily = {
+  name: 'Valkey GLIDE',
+  dialsThroughMap: false,
+  async standalone(url) {
+    const { hostname, port } = new URL(url);
+    const client = await GlideClient.createClient({ addresses: [{ host: hostname, port: Number(port) }] });
+    return { client, close: async () => client.close() };
+  },
+  async cluster(port) {
+    const client = await GlideClusterClient.createClient({ addresses: [{ host: '127.0.0.1', port }] });
+    return { client, close: async () => client.close() };
+  },
+};
+// GLIDE's core logs every server error reply (relock's NOSCRIPT fallback, WRONGTYPE tests) at WARN.
+Logger.setLoggerConfig('error');
+
 export const IOREDIS = ioredisLike('ioredis', IoRedis, IoCluster);
 export const IOVALKEY = ioredisLike('iovalkey', ValkeyRedis as unknown as typeof IoRedis, ValkeyCluster as unknown as typeof IoCluster);
 
 /** The families besides node-redis (which every suite runs on by default). */
-export const CLIENT_FAMILIES: readonly ClientFamily[] = [IOREDIS, IOVALKEY];
+export const CLIENT_FAMILIES: readonly ClientFamily[] = [IOREDIS, IOVALKEY, GLIDE];

@@ -46,6 +46,8 @@ export interface Topology {
   client(options?: ClientOptions): LockClient;
   /** A node-redis client for checks. */
   readonly redis: RedisLike;
+  /** Where the deployment listens (the server, or every Cluster node): seeds for clients of other libraries. */
+  readonly seeds: ReadonlyArray<{ host: string; port: number }>;
   /** Subscribers of `channel` right now. */
   subscribers(channel: string): Promise<number>;
   /** Runs one command on the primary that serves `key`'s slot. */
@@ -123,6 +125,7 @@ export function useStandaloneTopology(options: StandaloneOptions = {}): () => To
     name: family ? `standalone on ${family.name}` : 'standalone',
     client: (clientOptions) => lockClient(userRedis ?? familyClient() ?? env.redis, { ...defaults, ...clientOptions }),
     redis: env.redis,
+    seeds: [{ host: env.server.host, port: env.server.port }],
     subscribers: (channel) => numsub(env.redis, channel),
     command: (_key, args) => env.redis.sendCommand(args),
     keys: async (pattern) => {
@@ -182,6 +185,7 @@ export function useClusterTopology(family?: ClientFamily): { topology: () => Top
     name: family ? `cluster on ${family.name}` : 'cluster',
     client,
     redis,
+    seeds: cluster.nodes.map((node) => ({ host: '127.0.0.1', port: node.port })),
     subscribers: shardSubscribers,
     command: async (key, args) => (await primaryOf(key)).sendCommand(args),
     keys: async (pattern, slotKey) => {
@@ -207,7 +211,7 @@ export function useClusterTopology(family?: ClientFamily): { topology: () => Top
         return proxy && { host: '127.0.0.1', port: proxy.port };
       };
       const first = proxies.get(cluster.nodes[0]!.port)!;
-      const lossy = family ? await family.cluster(first.port, viaProxy) : await nodeRedisCluster(first.port, viaProxy);
+      const lossy = family && family.dialsThroughMap !== false ? await family.cluster(first.port, viaProxy) : await nodeRedisCluster(first.port, viaProxy);
       dispose(() => lossy.close());
       return {
         client: client(options, lossy.client),

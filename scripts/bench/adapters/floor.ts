@@ -9,7 +9,7 @@ const COMMAND_OPTIONS = Object.freeze({ timeout: undefined, typeMapping: undefin
 
 interface RawClient {
   sendCommand(args: readonly string[]): Promise<unknown>;
-  withCommandOptions(options: object): RawClient;
+  withCommandOptions?(options: object): RawClient;
 }
 
 /**
@@ -17,14 +17,15 @@ interface RawClient {
  * cycle (acquire, release) on a view of that node-redis client with its command options set once
  * (`withCommandOptions`), and no options per call (per-call options cost node-redis an object spread per
  * command: a floor that passes them is no floor, see issue 12). It does not wait: an acquire of a busy
- * key resolves to false, so it is measured only where nobody waits (scenarios 1 and 2).
+ * key resolves to false, so it is measured only where nobody waits (scenarios 1 and 2). `floor-glide`
+ * sends the same through a GLIDE client's `customCommand`, as relock-glide does.
  */
-export async function floorAdapter(client: RawClient): Promise<Adapter> {
-  const redis = client.withCommandOptions(COMMAND_OPTIONS);
+export async function floorAdapter(client: RawClient, impl: 'floor' | 'floor-glide' = 'floor'): Promise<Adapter> {
+  const redis = client.withCommandOptions ? client.withCommandOptions(COMMAND_OPTIONS) : client;
   const [acquireSha, releaseSha] = (await Promise.all([ACQUIRE, RELEASE].map((s) => redis.sendCommand(['SCRIPT', 'LOAD', s])))) as string[];
   let tokens = 0;
   return {
-    impl: 'floor',
+    impl,
     mutex(name) {
       const token = `floor-${tokens++}`;
       return {

@@ -21,9 +21,21 @@ export interface Adapters {
  * made with `createClient({ url })` and nothing else (node-redis 6 defaults, per-command timeout
  * included: relock must not pay it). relock-ioredis and the peers share one ioredis client, made with
  * `new Redis(url, { autoResendUnfulfilledCommands: false })` (so that relock sends on it rather than on a
- * duplicate: src/redis/clients/ioredis.ts). Libraries are imported only when asked for, so that a child
+ * duplicate: src/redis/clients/ioredis.ts); `relock-glide` and `floor-glide` get a GlideClient each. Libraries are imported only when asked for, so that a child
  * process measuring one of them starts quickly.
  */
+/** relock, or the floor, on a `GlideClient` of its own (default configuration), closed with the adapter. */
+async function glideAdapter(impl: 'relock-glide' | 'floor-glide', options: AdapterOptions): Promise<Adapter> {
+  const { GlideClient } = await import('@valkey/valkey-glide');
+  const { hostname, port } = new URL(options.url);
+  const glide = await GlideClient.createClient({ addresses: [{ host: hostname, port: Number(port || 6379) }] });
+  const adapter =
+    impl === 'relock-glide'
+      ? (await import('./relock.js')).relockAdapter(glide, options, impl)
+      : await (await import('./floor.js')).floorAdapter({ sendCommand: (args) => glide.customCommand([...args]) }, impl);
+  return { ...adapter, close: () => adapter.close().finally(() => glide.close()) };
+}
+
 export async function openAdapters(impls: readonly Impl[], options: AdapterOptions): Promise<Adapters> {
   let redis: ReturnType<typeof createClient> | undefined;
   if (impls.some((impl) => impl === 'relock' || impl === 'relock-base' || impl === 'floor')) {
@@ -41,6 +53,7 @@ export async function openAdapters(impls: readonly Impl[], options: AdapterOptio
     if (impl === 'relock') list.push((await import('./relock.js')).relockAdapter(redis!, options));
     else if (impl === 'relock-base') list.push((await import('./relock.js')).relockAdapter(redis!, options, impl, await baseline(options)));
     else if (impl === 'relock-ioredis') list.push((await import('./relock.js')).relockAdapter(ioredis!, options, impl));
+    else if (impl === 'relock-glide' || impl === 'floor-glide') list.push(await glideAdapter(impl, options));
     else if (impl === 'floor') list.push(await (await import('./floor.js')).floorAdapter(redis!));
     else if (impl === 'redis-semaphore' || impl === 'redis-semaphore-tuned') list.push((await import('./redis-semaphore.js')).redisSemaphoreAdapter(ioredis!, options, impl === 'redis-semaphore-tuned'));
     else list.push((await import('./redlock.js')).redlockAdapter(impl, ioredis!, options));

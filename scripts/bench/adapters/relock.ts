@@ -15,11 +15,11 @@ type WithSemaphore = LockClient & { getSemaphore?: (name: string) => RSemaphoreA
 
 /**
  * relock on the given client (node-redis for `relock` and `relock-base`, the shared ioredis one for
- * `relock-ioredis`), defaults except `lockWatchdogTimeout` when `leaseMs` is set. Mutexes use `lock()` /
+ * `relock-ioredis`, a GlideClient for `relock-glide`), defaults except `lockWatchdogTimeout` when `leaseMs` is set. Mutexes use `lock()` /
  * `unlock()` (watchdog mode), one RLock object (one owner) per task. `lib`: the relock module to use
  * (`relock-base`: another source tree's, see `openAdapters`).
  */
-export function relockAdapter(redis: object, options: AdapterOptions, impl: Extract<Impl, 'relock' | 'relock-base' | 'relock-ioredis'> = 'relock', lib: Pick<typeof relock, 'createLockClient'> = relock): Adapter {
+export function relockAdapter(redis: object, options: AdapterOptions, impl: Extract<Impl, 'relock' | 'relock-base' | 'relock-ioredis' | 'relock-glide'> = 'relock', lib: Pick<typeof relock, 'createLockClient'> = relock): Adapter {
   const client: WithSemaphore = lib.createLockClient({ redis, ...(options.leaseMs === undefined ? {} : { lockWatchdogTimeout: options.leaseMs }) });
   if (options.onLost) client.on('lockLost', options.onLost);
   const getSemaphore = client.getSemaphore?.bind(client);

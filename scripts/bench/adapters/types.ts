@@ -8,11 +8,12 @@
  * The libraries measured: `floor` is two bare EVALSHA round trips per cycle on relock's node-redis client
  * (its command options set once); `*-tuned` are peers with a short retry interval; `relock-base` is relock
  * built from another source tree (`--baseline DIR`), for a before/after in one run; `relock-ioredis` is
- * relock on the ioredis client the peers use (one client, shared).
+ * relock on the ioredis client the peers use (one client, shared); `relock-glide` is relock on a Valkey
+ * GLIDE 2 client (`GlideClient`), `floor-glide` the floor on one.
  */
-export type Impl = 'relock' | 'relock-base' | 'relock-ioredis' | 'redlock' | 'redlock-tuned' | 'sesamecare-redlock' | 'redis-semaphore' | 'redis-semaphore-tuned' | 'floor';
+export type Impl = 'relock' | 'relock-base' | 'relock-ioredis' | 'relock-glide' | 'redlock' | 'redlock-tuned' | 'sesamecare-redlock' | 'redis-semaphore' | 'redis-semaphore-tuned' | 'floor' | 'floor-glide';
 
-export const ALL_IMPLS: readonly Impl[] = ['relock', 'relock-ioredis', 'floor', 'redlock', 'redlock-tuned', 'sesamecare-redlock', 'redis-semaphore', 'redis-semaphore-tuned'];
+export const ALL_IMPLS: readonly Impl[] = ['relock', 'relock-ioredis', 'relock-glide', 'floor', 'floor-glide', 'redlock', 'redlock-tuned', 'sesamecare-redlock', 'redis-semaphore', 'redis-semaphore-tuned'];
 
 /** The peers, default and tuned: what `×best peer` compares with. */
 export const PEERS: readonly Impl[] = ['redlock', 'redlock-tuned', 'sesamecare-redlock', 'redis-semaphore', 'redis-semaphore-tuned'];
@@ -22,6 +23,9 @@ export const PEERS: readonly Impl[] = ['redlock', 'redlock-tuned', 'sesamecare-r
  * often it polls a busy lock, and `relock-base` exists only in the benchmark's own process.
  */
 export const IN_PROCESS_ONLY: readonly Impl[] = ['relock-base', 'redlock-tuned', 'redis-semaphore-tuned'];
+
+/** Whether `impl` is a floor (two bare round trips, no waiting: scenarios 1 and 2 only). */
+export const isFloor = (impl: Impl): boolean => impl === 'floor' || impl === 'floor-glide';
 
 /** A lock (or one permit of a semaphore) as one task sees it: acquire, then release what it took. */
 export interface Mutex {
@@ -61,7 +65,9 @@ export const REQUEST_COMMANDS: Readonly<Record<Impl, readonly string[]>> = {
   relock: ['evalsha', 'eval', 'unlink', 'subscribe', 'unsubscribe'],
   'relock-base': ['evalsha', 'eval', 'unlink', 'subscribe', 'unsubscribe'],
   'relock-ioredis': ['evalsha', 'eval', 'unlink', 'subscribe', 'unsubscribe'],
+  'relock-glide': ['evalsha', 'eval', 'unlink', 'subscribe', 'unsubscribe'],
   floor: ['evalsha'],
+  'floor-glide': ['evalsha'],
   redlock: ['evalsha', 'eval'],
   'redlock-tuned': ['evalsha', 'eval'],
   'sesamecare-redlock': ['evalsha', 'eval'],

@@ -1,3 +1,4 @@
+import { isFloor } from '../adapters/types.js';
 import type { Figures } from '../measure.js';
 import { inRounds, redisFigures, type Scenario } from '../scenario.js';
 import { holdingLoop } from './holding.js';
@@ -25,7 +26,7 @@ export const contention: Scenario = {
     { figure: 'gaveUp', heading: 'gave up', decimals: 0 },
   ],
   run(ctx) {
-    const adapters = ctx.adapters.filter((a) => a.impl !== 'floor');
+    const adapters = ctx.adapters.filter((a) => !isFloor(a.impl));
     return inRounds(ctx, adapters, ctx.quick ? 2 : 3, 's3', async (adapter, round): Promise<Figures> => {
       const name = `bench:${ctx.runId}:s3:${adapter.impl}:${round}`;
       const { wait, gaveUp, result } = await holdingLoop(ctx, adapter, {

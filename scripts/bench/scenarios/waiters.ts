@@ -1,4 +1,4 @@
-import { IN_PROCESS_ONLY, REQUEST_COMMANDS, type Impl } from '../adapters/types.js';
+import { IN_PROCESS_ONLY, isFloor, REQUEST_COMMANDS, type Impl } from '../adapters/types.js';
 import { Child, epochNow } from '../children.js';
 import { commandDelta, Latencies, sleep, type Figures } from '../measure.js';
 import { FULL_RUN_ONLY, inRounds, type BenchContext, type Row, type Scenario } from '../scenario.js';
@@ -29,7 +29,7 @@ export const waiters: Scenario = {
     { figure: 'gaveUpPerSec', heading: 'gave up/s', decimals: 0 },
   ],
   async run(ctx) {
-    const impls = ctx.impls.filter((i) => i !== 'floor' && !IN_PROCESS_ONLY.includes(i) && !(ctx.quick && i === 'sesamecare-redlock'));
+    const impls = ctx.impls.filter((i) => !isFloor(i) && !IN_PROCESS_ONLY.includes(i) && !(ctx.quick && i === 'sesamecare-redlock'));
     const left: Row[] = ctx.quick && ctx.impls.includes('sesamecare-redlock') ? [{ impl: 'sesamecare-redlock', figures: {}, skipped: FULL_RUN_ONLY }] : [];
     const rows = await inRounds(ctx, impls.map((impl) => ({ impl })), ctx.quick ? 1 : 2, 's4', ({ impl }, round) => once(ctx, impl, `bench:${ctx.runId}:s4:${impl}:${round}`));
     return [...rows, ...left];

@@ -1,4 +1,4 @@
-import { IN_PROCESS_ONLY, type Impl } from '../adapters/types.js';
+import { IN_PROCESS_ONLY, isFloor, type Impl } from '../adapters/types.js';
 import { Child } from '../children.js';
 import type { Figures } from '../measure.js';
 import { FULL_RUN_ONLY, type BenchContext, type Row, type Scenario } from '../scenario.js';
@@ -48,7 +48,7 @@ export const watchdog: Scenario = {
     { figure: 'locksLost', heading: 'lost', decimals: 0 },
   ],
   async run(ctx) {
-    const impls = ctx.impls.filter((i) => i !== 'floor' && !IN_PROCESS_ONLY.includes(i));
+    const impls = ctx.impls.filter((i) => !isFloor(i) && !IN_PROCESS_ONLY.includes(i));
     const runs: Run[] = [
       ...impls.map((impl) => ({ impl, count: 10_000, leaseMs: SHORT_LEASE_MS, quick: impl !== 'sesamecare-redlock' })),
       ...impls.map((impl) => ({ impl, count: 100_000, leaseMs: SHORT_LEASE_MS, quick: false })),

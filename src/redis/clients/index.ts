@@ -1,5 +1,6 @@
 import { InvalidArgumentError } from '../../errors.js';
 import { redisUrlProblem, type ClientAdapter, type Connection, type ConnectionOptions } from '../connection.js';
+import { glide } from './glide.js';
 import { ioredis } from './ioredis.js';
 import { nodeRedis } from './node-redis.js';
 import { urlConnection } from './url.js';
@@ -8,16 +9,14 @@ import { urlConnection } from './url.js';
  * The client families relock recognises, asked in this order; the first whose `recognises` accepts the
  * user's object builds the connection. Recognition is by shape (no `instanceof`, no import of a client
  * package the user did not install).
- *
- * ── GLIDE ── `./glide.ts` exports `glide: ClientAdapter` (GlideClient, GlideClusterClient, recognised by
- * `customCommand`); add it to this list, before `nodeRedis`.
  */
-const ADAPTERS: readonly ClientAdapter[] = [ioredis, nodeRedis];
+const ADAPTERS: readonly ClientAdapter[] = [glide, ioredis, nodeRedis];
 
 /** What each family is created with, for the message about an object no adapter recognises. */
 const EXPECTED =
-  'node-redis (createClient, createCluster or createSentinel from "redis", v5 or v6), or ioredis / iovalkey (new Redis(...), new Cluster([...])); ' +
-  'a node-redis client has `isReady` and `sendCommand`, an ioredis one `call` and `status`';
+  'node-redis (createClient, createCluster or createSentinel from "redis", v5 or v6), ioredis / iovalkey (new Redis(...), new Cluster([...])), ' +
+  'or Valkey GLIDE 2 (GlideClient, GlideClusterClient); ' +
+  'a node-redis client has `isReady` and `sendCommand`, an ioredis one `call` and `status`, a GLIDE one `customCommand` and `getPubSubMessage`';
 
 /** Builds the `Connection` for a user-supplied client or a URL. Throws `InvalidArgumentError` for neither, a bad URL or an unknown client. */
 export function openConnection(options: ConnectionOptions): Connection {

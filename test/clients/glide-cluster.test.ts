@@ -1,0 +1,16 @@
+/**
+ * The core suites, the lock contract and the client acceptance tests on a Redis Cluster through Valkey
+ * GLIDE's `GlideClusterClient` (lost-reply cases go through node-redis: GLIDE has no address map).
+ */
+import { clientAcceptanceTests } from '../contract/clients.js';
+import { lockContractTests } from '../contract/lock-contract.js';
+import { GLIDE } from '../shared/clients.js';
+import { familyCoreTests } from '../shared/family-core.js';
+import { ownershipCoreTests } from '../shared/ownership-core.js';
+import { useClusterTopology } from '../shared/topology.js';
+
+const { topology } = useClusterTopology(GLIDE);
+clientAcceptanceTests(topology);
+lockContractTests(topology);
+familyCoreTests(topology);
+ownershipCoreTests(topology);

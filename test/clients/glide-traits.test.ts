@@ -1,0 +1,252 @@
+/**
+ * The Valkey GLIDE 2 traits relock's adapter deals with (`GlideClient` on standalone Redis,
+ * `GlideClusterClient` on a Cluster): reply shapes, error forms, routing, its own subscriber, the user's
+ * client left open, reconnects, no dynamic subscribe; and the unlock→waiter hand-off latency next to
+ * node-redis's on the same deployment. The acceptance items and the contract are in glide.test.ts and
+ * glide-cluster.test.ts.
+ */
+import { describe, expect, it } from '@jest/globals';
+import { ClientClosedError, createLockClient, InvalidArgumentError, WrongTypeError, type LockClient, type RLock } from '../../src/index.js';
+import { useClusterTopology, useStandaloneTopology, type Topology } from '../shared/topology.js';
+import { glide as glideAdapter } from '../../src/redis/clients/glide.js';
+import { Decoder, GlideClient } from '@valkey/valkey-glide';
+import { afterAll, afterEach, beforeAll } from '@jest/globals';
+import { GLIDE, type OpenedClient } from '../shared/clients.js';
+import { pino } from 'pino';
+import { useRedis } from '../support/harness.js';
+import { numsub, sleep, uniqueName, waitUntil } from '../support/helpers.js';
+
+/** A name of one test's own, with a hash tag: its key and channel are in one slot. */
+const newName = (): string => `glide:{${uniqueName()}}`;
+
+/**
+ * Milliseconds from the holder's unlock call to the waiter's acquisition, the waiter subscribed and
+ * parked first (the holder's lease is 30 s: only the unlock message can wake it this soon).
+ */
+async function handOff(t: Topology, holder: LockClient, waiter: LockClient): Promise<{ elapsed: number; lock: RLock }> {
+  const name = newName();
+  const held = await holder.getLock(name).acquire({ leaseTime: 30_000, unit: 'ms' });
+  const lock = waiter.getLock(name);
+  const waiting = lock.acquire({ waitTime: 20_000, leaseTime: 30_000, unit: 'ms' });
+  await waitUntil(async () => (await t.subscribers(lock.channel)) === 1, 5000, 2, 'the waiter to subscribe');
+  const start = performance.now();
+  await held.release();
+  const handle = await waiting;
+  const elapsed = performance.now() - start;
+  await handle.release();
+  return { elapsed, lock };
+}
+
+/** The traits on one topology; `base` is the same deployment with node-redis lock clients. */
+function traits(topology: () => Topology, base: () => Topology): void {
+  const t = topology;
+  // The user's own GLIDE client of the tests that need it (beside the topology's).
+  let user: OpenedClient | undefined;
+  beforeAll(async () => {
+    const [seed] = t().seeds;
+    user = t().name.startsWith('cluster') ? await GLIDE.cluster(seed!.port) : await GLIDE.standalone(`redis://${seed!.host}:${seed!.port}`);
+  }, 30_000);
+  afterAll(() => user?.close());
+  const setup = { glide: () => user!.client as GlideClient };
+
+  it('names the holding kind in a WrongTypeError (GLIDE reformats server errors; relock restores them)', async () => {
+    const c = t().client();
+    const name = newName();
+    const semaphore = c.getSemaphore(name);
+    await semaphore.trySetPermits(1);
+    const error = await c.getLock(name).tryLock(0, 5, 'seconds').catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(WrongTypeError);
+    expect(error).toMatchObject({ foundKind: 'semaphore', askedKind: 'lock' });
+    await t().redis.del(semaphore.key);
+  });
+
+  it('runs scripts again after SCRIPT FLUSH (NOSCRIPT falls back to EVAL)', async () => {
+    const c = t().client();
+    const lock = c.getLock(newName());
+    expect(await lock.tryLock(0, 5, 'seconds')).toBe(true);
+    await t().command(lock.key, ['SCRIPT', 'FLUSH']);
+    await lock.unlock();
+    expect(await t().redis.exists(lock.key)).toBe(0);
+  });
+
+  it('shutdown closes relock\'s subscriber and leaves the user\'s GLIDE client open', async () => {
+    const name = newName();
+    const c = createLockClient({ redis: setup.glide() });
+    const held = await t().client().getLock(name).acquire({ leaseTime: 30_000, unit: 'ms' });
+    const lock = c.getLock(name);
+    const waiting = lock.tryLock(20, 30, 'seconds').catch((error: unknown) => error);
+    await waitUntil(async () => (await t().subscribers(lock.channel)) === 1, 5000, 2, 'the waiter to subscribe');
+    await c.shutdown();
+    expect(await waiting).toBeInstanceOf(ClientClosedError);
+    await waitUntil(async () => (await t().subscribers(lock.channel)) === 0, 5000, 5, 'the subscriber to close');
+    expect(await setup.glide().customCommand(['PING'])).toBe('PONG');
+    await held.release();
+  });
+
+  it('routes keyless commands to the slot\'s primary and gives map replies in the RESP2 shape', async () => {
+    const connection = glideAdapter.open(setup.glide(), () => {});
+    const channel = `relock:channel:${newName()}`;
+    const verb = connection.topology === 'cluster' ? 'SHARDNUMSUB' : 'NUMSUB';
+    const messages: string[] = [];
+    await connection.subscribe(channel, (message) => messages.push(message));
+    // Five times: a command sent to a random node of the six would see no subscriber most of the time.
+    for (let i = 0; i < 5; i++) expect(await connection.sendKeyless(channel, ['PUBSUB', verb, channel])).toEqual([channel, 1]);
+    // GLIDE's own routing would send INFO to every node and answer with one reply per node.
+    const runId = (info: unknown): string | undefined => /^run_id:(\w+)/m.exec(String(info))?.[1];
+    expect(runId(await connection.sendKeyless(channel, ['INFO', 'server']))).toBe(runId(await t().command(channel, ['INFO', 'server'])));
+    await connection.send(channel, [connection.publishCommand.toUpperCase(), channel, 'hello']);
+    await waitUntil(() => messages.length === 1, 5000, 2, 'the message');
+    expect(messages).toEqual(['hello']);
+    await connection.unsubscribe(channel, () => {});
+    expect(await connection.sendKeyless(channel, ['PUBSUB', verb, channel])).toEqual([channel, 1]);
+    await connection.close();
+    await waitUntil(async () => (await t().subscribers(channel)) === 0, 5000, 5, 'the subscriber to close');
+  });
+
+  it('measures the unlock→waiter hand-off on GLIDE and on node-redis (20 rounds each)', async () => {
+    const on = t();
+    const glide = [on.client(), on.client()] as const;
+    const node = [base().client(), base().client()] as const;
+    const rounds = async (holder: LockClient, waiter: LockClient): Promise<number[]> => {
+      const times: number[] = [];
+      for (let i = 0; i < 20; i++) times.push((await handOff(on, holder, waiter)).elapsed);
+      return times.sort((a, b) => a - b);
+    };
+    const onGlide = await rounds(...glide);
+    const onNode = await rounds(...node);
+    const summary = (times: number[]): string => `p50 ${times[10]!.toFixed(2)} ms, max ${times[19]!.toFixed(2)} ms`;
+    console.info(`hand-off on ${on.name}: GLIDE ${summary(onGlide)}; node-redis ${summary(onNode)}`);
+    expect(onGlide[19]).toBeLessThan(1000);
+  });
+}
+
+describe('GLIDE on standalone Redis', () => {
+  const topology = useStandaloneTopology({ family: GLIDE });
+  traits(topology, () => ({ ...topology(), client: (options) => nodeRedisClient(topology(), options) }));
+});
+describe('GLIDE on Redis Cluster', () => {
+  const { topology } = useClusterTopology(GLIDE);
+  traits(topology, () => ({ ...topology(), client: (options) => nodeRedisClient(topology(), options) }));
+});
+
+/** Lock clients on the topology's node-redis client, for the comparison (shut down after each test). */
+const nodeRedisClients: LockClient[] = [];
+function nodeRedisClient(t: Topology, options?: Parameters<Topology['client']>[0]): LockClient {
+  const client = createLockClient({ redis: t.redis as object, ...options });
+  nodeRedisClients.push(client);
+  return client;
+}
+afterEach(async () => {
+  await Promise.all(nodeRedisClients.splice(0).map((c) => c.shutdown()));
+});
+
+describe('recognising a GLIDE client', () => {
+  it('refuses a GLIDE-looking object without createClient, naming what it lacks', () => {
+    const fake = { customCommand: async () => 'OK', getPubSubMessage: async () => null, close: () => {}, constructor: {} };
+    expect(() => createLockClient({ redis: fake })).toThrow(InvalidArgumentError);
+    expect(() => createLockClient({ redis: fake })).toThrow(/Valkey GLIDE client but it lacks createClient/);
+  });
+});
+
+describe('GLIDE reconnects', () => {
+  const env = useRedis({ server: { controllable: true } });
+  /** Runs `test` with a GLIDE client of its own on the file's server, closed afterwards. */
+  const withGlide = async (test: (glide: GlideClient) => Promise<void>): Promise<void> => {
+    const glide = await GlideClient.createClient({ addresses: [{ host: env.server.host, port: env.server.port }] });
+    try {
+      await test(glide);
+    } finally {
+      glide.close();
+    }
+  };
+
+  it('wakes a parked waiter once the subscriber is back after a server restart (not at the 30 s lease)', () =>
+    withGlide(async (glide) => {
+      const holder = createLockClient({ redis: glide });
+      // Woken as soon as the subscriber is back, the waiter may try while the command connection is still
+      // reconnecting: enough retries to cover that.
+      const waiter = createLockClient({ redis: glide, retry: { retries: 20, minTimeout: 100, maxTimeout: 500, factor: 2, randomize: false } });
+      const name = newName();
+      await holder.getLock(name).acquire({ leaseTime: 30_000, unit: 'ms' });
+      const lock = waiter.getLock(name);
+      const waiting = lock.tryLock(25, 30, 'seconds');
+      await waitUntil(async () => (await numsub(env.redis, lock.channel)) === 1, 5000, 2, 'the waiter to subscribe');
+      await env.server.kill();
+      // Down long enough for relock's once-a-second check of the subscriber to see the subscription gone.
+      await sleep(1500);
+      await env.server.restart();
+      const start = performance.now();
+      expect(await waiting).toBe(true);
+      expect(performance.now() - start).toBeLessThan(10_000);
+      await lock.unlock();
+      await Promise.all([holder.shutdown(), waiter.shutdown()]);
+    }), 30_000);
+
+  it('after a dropped connection (a command timed out or failed to connect) and a later success, renews every hold at once (a hold lost in the restart is reported)', () =>
+    withGlide(async (glide) => {
+      // Renewals every 10 s: a loss reported sooner comes from the reconnect notice.
+      const client = createLockClient({ redis: glide, lockWatchdogTimeout: 30_000, retry: { retries: 0, minTimeout: 10, maxTimeout: 10, factor: 1, randomize: false } });
+      const lost: string[] = [];
+      client.on('lockLost', (event) => lost.push(event.name));
+      const name = newName();
+      await client.getLock(name).lock();
+      await env.server.kill();
+      await expect(client.getLock(newName()).isLocked()).rejects.toThrow();
+      await env.server.restart();
+      await waitUntil(() => client.getLock(newName()).isLocked().then(() => true, () => false), 10_000, 50, 'a command to succeed');
+      await waitUntil(() => lost.length > 0, 3000, 10, 'lockLost after the reconnect');
+      expect(lost).toEqual([name]);
+      await client.shutdown();
+    }), 30_000);
+
+  it('without dynamic subscribe (an early GLIDE 2) waits by polling, capped by the TTL, with a warning', () =>
+    withGlide(async (glide) => {
+      Object.defineProperty(glide, 'subscribe', { value: undefined });
+      const lines: string[] = [];
+      const logger = pino({ level: 'warn' }, { write: (line: string) => void lines.push(line) });
+      const client = createLockClient({ redis: glide, logger });
+      const name = newName();
+      await client.getLock(name).acquire({ leaseTime: 500, unit: 'ms' });
+      const start = performance.now();
+      expect(await client.getLock(name).tryLock(5, 5, 'seconds')).toBe(true);
+      // Woken at the holder's TTL, not before it, and well before the 5 s wait time.
+      expect(performance.now() - start).toBeGreaterThan(300);
+      expect(performance.now() - start).toBeLessThan(3000);
+      expect(lines.join('')).toMatch(/no dynamic subscribe.*"msg":"subscribe failed; waiting by polling"/);
+      expect(await numsub(env.redis, client.getLock(name).channel)).toBe(0);
+      await client.shutdown();
+      }));
+
+    it('works on a client whose defaultDecoder is Bytes (replies and messages as strings all the same)', async () => {
+    const glide = await GlideClient.createClient({ addresses: [{ host: env.server.host, port: env.server.port }], defaultDecoder: Decoder.Bytes });
+    try {
+      const client = createLockClient({ redis: glide });
+      const name = newName();
+      const held = await client.getLock(name).acquire({ leaseTime: 30_000, unit: 'ms' });
+      expect(await client.getLock(name).remainTimeToLive()).toBeGreaterThan(0);
+      const waiting = client.getLock(name).tryLock(10, 30, 'seconds');
+      await waitUntil(async () => (await numsub(env.redis, client.getLock(name).channel)) === 1, 5000, 2, 'the waiter to subscribe');
+      const start = performance.now();
+      await held.release();
+      expect(await waiting).toBe(true);
+      expect(performance.now() - start).toBeLessThan(1000);
+      await client.getLock(name).forceUnlock();
+      // Bulk-string replies compared as strings: the key's TYPE and relock kind, read for a WrongTypeError.
+      const other = client.getLock(newName());
+      await env.redis.set(other.key, 'not a lock');
+      await expect(other.tryLock(0, 5, 'seconds')).rejects.toMatchObject({ actualType: 'string', foundKind: undefined, askedKind: 'lock' });
+      await env.redis.del(other.key);
+      await client.shutdown();
+    } finally {
+      glide.close();
+    }
+  });
+
+  it('fails with ClientClosedError once the user closed the GLIDE client', async () => {
+      const glide = await GlideClient.createClient({ addresses: [{ host: env.server.host, port: env.server.port }] });
+      const client = createLockClient({ redis: glide });
+      glide.close();
+      await expect(client.getLock(newName()).tryLock(0, 5, 'seconds')).rejects.toBeInstanceOf(ClientClosedError);
+      await client.shutdown();
+    });
+  });

@@ -1,0 +1,13 @@
+/** The core suites, the lock contract and the client acceptance tests on a standalone Redis through Valkey GLIDE's `GlideClient`. */
+import { clientAcceptanceTests } from '../contract/clients.js';
+import { lockContractTests } from '../contract/lock-contract.js';
+import { GLIDE } from '../shared/clients.js';
+import { familyCoreTests } from '../shared/family-core.js';
+import { ownershipCoreTests } from '../shared/ownership-core.js';
+import { useStandaloneTopology } from '../shared/topology.js';
+
+const topology = useStandaloneTopology({ family: GLIDE });
+clientAcceptanceTests(topology);
+lockContractTests(topology);
+familyCoreTests(topology);
+ownershipCoreTests(topology);
