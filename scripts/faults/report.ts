@@ -1,6 +1,7 @@
 /**
  * The results as a console table and as the Markdown table of docs/reliability.md, which `--report FILE`
- * rewrites between `<!-- faults:begin -->` and `<!-- faults:end -->` with the versions and the date.
+ * rewrites between `<!-- faults:begin -->` and `<!-- faults:end -->` with the versions and the date
+ * (`--prove --report FILE`: the proofs, between `<!-- proofs:begin -->` and `<!-- proofs:end -->`).
  */
 import { execFileSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
@@ -9,8 +10,6 @@ import { createRequire } from 'node:module';
 import type { ScenarioResult } from './result.js';
 import { scenarios } from './scenarios/index.js';
 
-const BEGIN = '<!-- faults:begin -->';
-const END = '<!-- faults:end -->';
 
 const ms = (v: number | null): string => (v === null ? '–' : String(Math.round(v)));
 
@@ -77,11 +76,17 @@ export function markdown(results: readonly ScenarioResult[], meta: { quick: bool
   return lines.join('\n');
 }
 
-/** Rewrites the block between the markers of `file` with the results. */
-export function writeReport(file: string, results: readonly ScenarioResult[], meta: { quick: boolean; startedAt: Date }): void {
+/** Rewrites the block between `<!-- <name>:begin -->` and `<!-- <name>:end -->` of `file` with `content`. */
+export function replaceBlock(file: string, name: 'faults' | 'proofs', content: string): void {
+  const [open, close] = [`<!-- ${name}:begin -->`, `<!-- ${name}:end -->`];
   const text = readFileSync(file, 'utf8');
-  const begin = text.indexOf(BEGIN);
-  const end = text.indexOf(END);
-  if (begin < 0 || end < begin) throw new Error(`${file} has no ${BEGIN} … ${END} block`);
-  writeFileSync(file, `${text.slice(0, begin + BEGIN.length)}\n${markdown(results, meta)}\n${text.slice(end)}`);
+  const begin = text.indexOf(open);
+  const end = text.indexOf(close);
+  if (begin < 0 || end < begin) throw new Error(`${file} has no ${open} … ${close} block`);
+  writeFileSync(file, `${text.slice(0, begin + open.length)}\n${content}\n${text.slice(end)}`);
+}
+
+/** Rewrites the results block of `file` (docs/reliability.md). */
+export function writeReport(file: string, results: readonly ScenarioResult[], meta: { quick: boolean; startedAt: Date }): void {
+  replaceBlock(file, 'faults', markdown(results, meta));
 }

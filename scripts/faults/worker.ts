@@ -177,7 +177,7 @@ class Run {
       entered++;
       log.write({ ev: 'enter', t: enteredAt, w, sec, ...held.logged, waitMs: Math.round(enteredAt - started) });
       this.sections.set(held.owner, sec);
-      if (config.notify) send({ type: 'enter', w, sec, t: entered });
+      if (config.notify) send({ type: 'enter', w, sec, t: enteredAt });
       let reason: 'done' | 'lost' | 'error' = 'done';
       let message: string | undefined;
       try {
