@@ -70,7 +70,8 @@ export function markdown(results: readonly ScenarioResult[], meta: { quick: bool
     ...results.map((r) => {
       const s = scenarios.find((x) => x.name === r.scenario);
       const extra = Object.entries(r.extra).filter(([k]) => k !== 'artifacts').map(([k, v]) => `${k} ${typeof v === 'object' ? JSON.stringify(v) : String(v)}`);
-      return `- **${r.scenario}**: ${s?.title ?? r.title}. Expected overlaps: ${s?.expect ?? '?'}.${extra.length ? ` Figures: ${extra.join(', ')}.` : ''}${r.ok ? '' : ` **Violations: ${r.violations.join('; ')}**`}`;
+      const excuses = s && 'excuses' in s && s.excuses?.length ? s.excuses.join(', ') : 'none';
+      return `- **${r.scenario}**: ${s?.title ?? r.title}. Expected overlaps: ${s?.expect ?? '?'}. Excuses declared: ${excuses}.${extra.length ? ` Figures: ${extra.join(', ')}.` : ''}${r.ok ? '' : ` **Violations: ${r.violations.join('; ')}**`}`;
     }),
   ];
   return lines.join('\n');
