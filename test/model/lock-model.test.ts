@@ -10,7 +10,8 @@
  * aborted while it waits, the acquire's or the unlock's reply lost (the retry must recognise the first
  * call), a client cut off from Redis for longer than a lease (its holds end, it must say so), the key lost
  * by Redis (a restart, a clock jump: deleted), an acquire of another kind on the lock's key (must throw
- * `WrongTypeError`), and waiting a watchdog interval. Shrinking gives the shortest failing sequence.
+ * `WrongTypeError`), and waiting a watchdog interval; at the end of each run every loss is judged once its
+ * bound has passed. Shrinking gives the shortest failing sequence.
  *
  * Bounded for `npm test` (seeded, `RELOCK_MODEL_RUNS` runs, default 40, and a time limit of 35 s); `npm run soak`
  * runs it longer. `RELOCK_MODEL_SEED` replays a seed.
@@ -25,8 +26,11 @@ import { startProxy, type TcpProxy } from '../support/tcp-proxy.js';
 
 const LEASE_MS = 600;
 const INTERVAL_MS = LEASE_MS / 3;
-/** A holder must be told within one watchdog interval plus this of its hold's end. */
-const TOLD_SLACK_MS = 150;
+/**
+ * A holder must be told within one watchdog interval plus this of its hold's end: generous, as this runs
+ * inside the parallel jest suite (the fault suite holds relock to the tight bound of 100 ms).
+ */
+const TOLD_SLACK_MS = 400;
 /** The lease of leased acquisitions: longer than any run, so it never ends inside one. */
 const LONG_LEASE_MS = 60_000;
 const CLIENTS = 3;
@@ -306,7 +310,7 @@ const step = fc.oneof(
   { weight: 1, arbitrary: fc.integer({ min: 0, max: CLIENTS - 1 }).map((c): Step => new CutOff(c)) },
   { weight: 3, arbitrary: fc.constant<Step>(new KeyLost()) },
   { weight: 2, arbitrary: owner.map((o): Step => new OtherKind(o)) },
-  { weight: 3, arbitrary: fc.constant<Step>(new Wait()) },
+  { weight: 2, arbitrary: fc.constant<Step>(new Wait()) },
 );
 const commands = fc.commands<Model, Real, false>([step], { maxCommands: 20 });
 
@@ -315,8 +319,13 @@ describe('RLock against its model', () => {
     await fc.assert(
       fc.asyncProperty(commands, async (cmds) => {
         const real = await setup();
+        const model: Model = { lost: new Map(), fields: new Map(), stale: new Set<number>() };
         try {
-          await fc.asyncModelRun(() => ({ model: { lost: new Map(), fields: new Map(), stale: new Set<number>() }, real }), cmds);
+          await fc.asyncModelRun(() => ({ model, real }), cmds);
+          // Every loss of the run is judged: wait until each lost owner's bound has passed, then compare.
+          const last = Math.max(0, ...model.lost.values());
+          await sleep(Math.max(0, last + INTERVAL_MS + TOLD_SLACK_MS - performance.now()));
+          await compare(model, real);
         } finally {
           await teardown(real);
         }
