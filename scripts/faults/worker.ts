@@ -7,7 +7,8 @@
  * in the next section, between its last lock check and its write: a GC pause in the worst place),
  * `{ cmd: 'stop' }`, `{ cmd: 'shutdown' }`, `{ cmd: 'exit' }`.
  * Worker → orchestrator: `ready`, `enter`/`exit` (when `notify`), `held`/`released` (many-locks mode),
- * `idle` (after stop: what relock still holds), `done` (after shutdown: timers left).
+ * `drained` (every waiter entered its `sectionsPerWaiter` sections), `idle` (after stop: what relock still
+ * holds), `done` (after shutdown: timers left).
  *
  * With `FAULTS_TRACE_TIMERS=1` in the environment, a worker that has timers left after `shutdown()`
  * prints where they were created to its stderr (the suite's `workers.stderr.log`).
