@@ -78,6 +78,14 @@ describe('overlap windows', () => {
     expect(detectionBoundMs(LEASE)).toBe(300);
   });
 
+  it('counts a holder that entered while Redis restarted as granted by the dead server', () => {
+    const restart: NemesisEvent = { kind: 'restart', t0: 100, t1: 200 };
+    const told: WorkerEvent[] = [{ ev: 'lost', t: 400, w: 'a', sec: 'a', key: 'k', reason: 'expired' }];
+    const causes = new Causes([restart], told, LEASE, ['redis-restarted']);
+    expect(checkExclusion([section('a', 150, 400), section('b', 250, 900)], causes).unexpectedOverlaps).toBe(0);
+    expect(checkExclusion([section('a', 250, 400), section('b', 260, 900)], causes).unexpectedOverlaps).toBe(1);
+  });
+
   it('lets readers of a read-write lock share and keeps writers out', () => {
     const causes = new Causes([], [], LEASE, []);
     const reader = (sec: string, start: number, end: number): Section => ({ ...section(sec, start, end), mode: 'r' });

@@ -61,7 +61,10 @@ export function checkBelief(
       else judge(holder, n.t1);
     } else if (n.kind === 'restart' || n.kind === 'expire') {
       const from = n.kind === 'restart' ? n.t1 : n.t0;
-      for (const holder of all) if (holder.start < n.t0 && holder.end > n.t0) judge(holder, from);
+      // The holders of the lost key: inside at the fault, or (a restart) entered before Redis was back, on a
+      // grant the dead server made.
+      const last = n.kind === 'restart' ? n.t1 : n.t0;
+      for (const holder of all) if (holder.start <= last && holder.end > n.t0) judge(holder, from);
     }
   }
   // Losses of keys that ended by themselves: how long after the expiry the holder was told (figures only).

@@ -100,7 +100,9 @@ export class Causes {
     const out: Excuse[] = [];
     for (const p of this.pauses) if (p.w === holder.w && p.t0 < at && p.t1 > holder.start) out.push({ cause: 'holder-paused', t0: p.t0, t1: p.t1 + this.leaseMs });
     for (const r of this.restarts) {
-      if (r.t0 >= holder.start && r.t0 <= at) out.push({ cause: 'redis-restarted', t0: r.t0, t1: Math.min(told, r.t1 + this.restartBound) + EXIT_SLACK_MS });
+      // A holder whose section starts before Redis is back was granted by the server that died (its entry is
+      // logged after the grant's reply, which may come after the kill).
+      if (holder.start <= r.t1 && r.t0 <= at) out.push({ cause: 'redis-restarted', t0: r.t0, t1: Math.min(told, r.t1 + this.restartBound) + EXIT_SLACK_MS });
     }
     for (const x of this.expiries) {
       if (x.t0 >= holder.start && x.t0 <= at) out.push({ cause: 'key-expired-early', t0: x.t0, t1: Math.min(told, x.t0 + this.bound) + EXIT_SLACK_MS });
