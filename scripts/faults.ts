@@ -9,6 +9,8 @@
  *   npm run faults -- --json            one JSON line per scenario on stdout
  *   npm run faults -- --only a,b        only these scenarios
  *   npm run faults -- --report FILE     rewrite the results table in FILE (between its markers)
+ *   npm run faults -- --prove           run each checker on a mutant it must catch (`--only` names checkers;
+ *                                       with --report FILE, rewrite the proofs table in FILE)
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -19,7 +21,8 @@ import { startRedis } from '../test/support/redis.js';
 import { runScenario } from './faults/orchestrator.js';
 import type { Suite } from './faults/run.js';
 import { cleanupAll, onCleanup, WorkerPool } from './faults/processes.js';
-import { printSummary, writeReport } from './faults/report.js';
+import { proofsMarkdown, proveAll, uncoveredCheckers } from './faults/prove.js';
+import { printSummary, replaceBlock, writeReport } from './faults/report.js';
 import type { ScenarioResult } from './faults/result.js';
 import type { Redis } from './faults/scenario.js';
 import { scenarios } from './faults/scenarios/index.js';
@@ -30,8 +33,10 @@ const { values } = parseArgs({
     json: { type: 'boolean', default: false },
     only: { type: 'string' },
     report: { type: 'string' },
+    prove: { type: 'boolean', default: false },
   },
 });
+if (values.prove) await proveAndExit();
 const only = values.only?.split(',').map((s) => s.trim());
 const unknown = only?.filter((name) => !scenarios.some((s) => s.name === name)) ?? [];
 if (unknown.length > 0) {
@@ -92,3 +97,18 @@ if (failed.length > 0) {
   rmSync(baseDir, { recursive: true, force: true });
 }
 process.exit(exitCode);
+
+/** `--prove`: every checker on its mutant; exits 0 only when each one failed it. */
+async function proveAndExit(): Promise<never> {
+  const startedAt = new Date();
+  const missing = uncoveredCheckers();
+  const verdicts = await proveAll(values.only?.split(',').map((s) => s.trim()), (v) => {
+    if (values.json) console.log(JSON.stringify(v));
+    else console.log(`${v.caught ? 'caught    ' : 'NOT CAUGHT'}  ${v.checker.padEnd(20)} ${v.scenario.padEnd(30)} mutant: ${v.mutant}\n            verdict: ${v.verdict} (${(v.durationMs / 1000).toFixed(1)} s)`);
+  });
+  if (values.report) replaceBlock(values.report, 'proofs', proofsMarkdown(verdicts, startedAt));
+  const escaped = verdicts.filter((v) => !v.caught);
+  if (missing.length > 0) console.error(`checker(s) without a proof: ${missing.join(', ')}`);
+  if (escaped.length > 0) console.error(`${escaped.length} checker(s) did not fail on their mutant: ${escaped.map((v) => v.checker).join(', ')}`);
+  process.exit(missing.length + escaped.length > 0 ? 1 : 0);
+}

@@ -16,8 +16,11 @@ export type WorkerEvent =
   | { ev: 'acquire'; t: number; w: string; sec: string }
   /** acquire() gave up or failed (`err` is the error's name). */
   | { ev: 'acq-fail'; t: number; w: string; sec: string; err: string; msg?: string }
-  /** acquire() returned: the section starts. `tok` is the fencing token (a lock), `permit` the permit id and `leaseMs` its lease (a semaphore; none: the watchdog). */
-  | { ev: 'enter'; t: number; w: string; sec: string; tok?: string; permit?: string; leaseMs?: number; waitMs: number }
+  /**
+   * acquire() returned: the section starts. `tok` is the fencing token (a lock), `permit` the permit id and
+   * `leaseMs` its lease (a semaphore; none: the watchdog), `side` the side of a read-write lock.
+   */
+  | { ev: 'enter'; t: number; w: string; sec: string; tok?: string; permit?: string; leaseMs?: number; side?: 'r' | 'w'; waitMs: number }
   /** The hold count read back right after enter (scenarios checking reentrancy after a lost reply). */
   | { ev: 'holds'; t: number; w: string; sec: string; holds: number }
   /** The fenced resource's answer to the section's first operation (`ok` false: fenced out). */

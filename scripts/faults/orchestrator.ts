@@ -9,7 +9,7 @@ import { mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { startRedis } from '../../test/support/redis.js';
 import { checkBelief } from './checkers/belief.js';
-import { Causes } from './checkers/causes.js';
+import { Causes, toldTimes } from './checkers/causes.js';
 import { checkExclusion } from './checkers/exclusion.js';
 import { checkFencing } from './checkers/fencing.js';
 import { leakCount, type HygieneFacts } from './checkers/hygiene.js';
@@ -76,19 +76,23 @@ function check(scenario: Scenario, run: Run, runs: number, hygiene: HygieneFacts
   const nemesis = [...run.nemesis, ...blocks].sort((a, b) => a.t0 - b.t0);
   const endOfHistory = events.at(-1)?.t ?? now();
   const all = sections(events, nemesis, endOfHistory);
-  const causes = new Causes(nemesis, events, run.leaseMs);
+  const told = toldTimes(events);
+  const causes = new Causes(nemesis, events, run.leaseMs, scenario.excuses ?? [], told);
   const capacity = run.setup.permits ?? 1;
   const exclusion = checkExclusion(all, causes, capacity);
   const tokens = checkTokens(all, causes);
-  const tokenUses = new Map<number, number>();
-  for (const s of all) if (s.tok !== undefined) tokenUses.set(Number(s.tok), (tokenUses.get(Number(s.tok)) ?? 0) + 1);
-  const fencing = checkFencing(oracle.ops, oracle.counter, oracle.fencedValue, (tok) => (tokenUses.get(tok) ?? 0) > 1);
+  const issued = new Map(all.map((s) => [s.sec, s.start]));
+  const fencing = checkFencing(oracle.ops, oracle.counter, oracle.fencedValue, {
+    issuedAt: (sec) => issued.get(sec),
+    counterReset: (a, b) => causes.counterReset(a, b),
+    excused: (sec) => exclusion.excusedSections.has(sec),
+  });
   const count = (ev: 'acq-fail' | 'release'): Record<string, number> => {
     const out: Record<string, number> = {};
     for (const e of events) if (e.ev === ev && 'err' in e && e.err) out[e.err] = (out[e.err] ?? 0) + 1;
     return out;
   };
-  const { examples: overlapExamples, ...exclusionFigures } = exclusion;
+  const { examples: overlapExamples, excusedSections: _excused, ...exclusionFigures } = exclusion;
   const { examples: tokenExamples, ...tokenFigures } = tokens;
   const { examples: fencingExamples, ...fencingFigures } = fencing;
   const result: ScenarioResult = {
@@ -98,12 +102,14 @@ function check(scenario: Scenario, run: Run, runs: number, hygiene: HygieneFacts
     faultsInjected: nemesis.length,
     sections: all.length,
     leaseMs: run.leaseMs,
+    capacity,
     durationMs: Math.round(durationMs),
+    expectedOverlapWindowMs: causes.longestWindowMs(),
     ...exclusionFigures,
     ...tokenFigures,
     ...fencingFigures,
     ...checkLiveness(events, nemesis, run.leaseMs, all, capacity),
-    ...checkBelief(events, all, nemesis, run.expirations, run.lockKey, run.leaseMs),
+    ...checkBelief(events, all, nemesis, run.expirations, run.lockKey, run.leaseMs, told, run.setup.mode !== 'plain-semaphore'),
     leaks: hygiene ? leakCount(hygiene) : 0,
     hygiene,
     crashes: run.crashed.length,
@@ -114,7 +120,7 @@ function check(scenario: Scenario, run: Run, runs: number, hygiene: HygieneFacts
     ok: true,
   };
   const history: History = { events, nemesis, expirations: [...run.expirations], lockKey: run.lockKey, leaseMs: run.leaseMs };
-  result.violations.push(...commonViolations(result, run.leaseMs), ...(scenario.check?.(history, result) ?? []));
+  result.violations.push(...commonViolations(result), ...(scenario.check?.(history, result) ?? []));
   if (overlapExamples.length > 0) result.extra.unexpectedOverlapExamples = overlapExamples;
   if (tokenExamples.length > 0) result.extra.tokenInversionExamples = tokenExamples;
   if (fencingExamples.length > 0) result.extra.staleWriteExamples = fencingExamples;
@@ -131,7 +137,7 @@ async function runInProcess(scenario: InProcessScenario, suite: Suite): Promise<
     result.violations.unshift(`harness: ${(error as Error).stack ?? String(error)}`);
   }
   result.durationMs = Math.round(now() - started);
-  result.violations.push(...commonViolations(result, result.leaseMs));
+  result.violations.push(...commonViolations(result));
   result.ok = result.violations.length === 0;
   return result;
 }

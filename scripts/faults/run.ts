@@ -155,7 +155,7 @@ export class Run implements RunContext {
       logFile: join(this.dir, `${w}.jsonl`), lockName: this.lockKey, leaseMs: setup.leaseMs, responseTimeoutMs: setup.responseTimeoutMs,
       waiters: setup.waiters ?? 1, workMs: setup.workMs ?? [60, 150], thinkMs: setup.thinkMs ?? [5, 30],
       notify: (setup.waiters ?? 1) === 1, checkHolds: setup.checkHolds ?? false,
-      count: setup.count, holdMs: setup.holdMs, concurrency: setup.concurrency, permits: setup.permits,
+      count: setup.count, holdMs: setup.holdMs, concurrency: setup.concurrency, permits: setup.permits, sectionsPerWaiter: setup.sectionsPerWaiter,
     };
     this.workers.set(w, { process, config, proxy });
     this.detach.push(process.on((message) => this.onMessage(w, message)));
@@ -180,7 +180,7 @@ export class Run implements RunContext {
       this.open.delete(message.sec);
       this.exitWaiters.get(message.sec)?.(message.t);
       this.exitWaiters.delete(message.sec);
-    } else if (message.type === 'held' || message.type === 'released') {
+    } else if (message.type === 'held' || message.type === 'released' || message.type === 'drained') {
       this.messages.push({ w, message });
       for (const wake of [...this.messageWaiters]) wake();
       this.messageWaiters.clear();
@@ -232,6 +232,11 @@ export class Run implements RunContext {
         stuck.push(w);
       }
     }));
+    // A plain semaphore's count has no TTL (configuration): every permit must be back; then it goes.
+    if (this.setup.mode === 'plain-semaphore') {
+      this.figures.permitsAtEnd = Number(await this.admin.get(this.lockKey));
+      await this.admin.del(this.lockKey);
+    }
     // After shutdown (which deletes pending unlock latches): what is left must expire within a lease.
     const keys = await keyFacts(this.admin, `${this.lockKey}*`, this.leaseMs + 2000);
     for (const w of stuck) await this.worker(w).kill();

@@ -1,6 +1,7 @@
 /** What a scenario is made of, and what it gets to work with while it runs. */
 import type { createClient } from 'redis';
 import type { RedisServer } from '../../test/support/redis.js';
+import type { Cause } from './checkers/causes.js';
 import type { Expiration, NemesisEvent, WorkerEvent } from './history.js';
 import type { WorkerProcess } from './processes.js';
 import type { Proxy } from './proxy.js';
@@ -28,15 +29,17 @@ export interface Setup {
   responseTimeoutMs?: number;
   /**
    * `mutex` (default): the workers take a fenced lock. `semaphore`: they take one permit of a permit-expirable
-   * semaphore of `permits` permits. `many`: one worker holds `count` locks for `holdMs`, taking
-   * `concurrency` at a time.
+   * semaphore of `permits` permits; `plain-semaphore`: of an `RSemaphore`. `rw`: the read or the write lock
+   * of a read-write lock. `many`: one worker holds `count` locks for `holdMs`, taking `concurrency` at a time.
    */
-  mode?: 'mutex' | 'semaphore' | 'many';
+  mode?: 'mutex' | 'semaphore' | 'plain-semaphore' | 'rw' | 'many';
   /** Semaphore mode: the number of permits (how many sections may be open at once). */
   permits?: number;
   count?: number;
   holdMs?: number;
   concurrency?: number;
+  /** Sections each waiter enters before it stops (the worker then sends `drained`); none: until the run stops. */
+  sectionsPerWaiter?: number;
 }
 
 export interface Entry {
@@ -71,7 +74,7 @@ export interface RunContext {
   workerIds(): string[];
   /** Starts one more worker (a replacement for a killed one); resolves with its id. */
   spawn(): Promise<string>;
-  /** Messages of a `many`-mode worker. */
+  /** Messages of a worker: `held`/`released` (many mode), `drained` (every waiter did its sections). */
   message<T extends string>(w: string, type: T, timeoutMs: number): Promise<Record<string, unknown>>;
   /** Expirations seen so far. */
   readonly expirations: readonly Expiration[];
@@ -96,6 +99,12 @@ interface Described {
   title: string;
   /** Why overlaps are (or are not) expected here, for the report. */
   expect: string;
+  /**
+   * The causes whose windows may excuse an overlap here (checkers/causes.ts), declared from the
+   * scenario's own fault; none: every overlap fails the scenario (a machine stall is always excused,
+   * within its window).
+   */
+  excuses?: Cause[];
   /** A reason to skip (a feature this build lacks), or undefined to run. */
   skip?(): string | undefined;
 }

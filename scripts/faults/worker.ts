@@ -7,7 +7,8 @@
  * in the next section, between its last lock check and its write: a GC pause in the worst place),
  * `{ cmd: 'stop' }`, `{ cmd: 'shutdown' }`, `{ cmd: 'exit' }`.
  * Worker → orchestrator: `ready`, `enter`/`exit` (when `notify`), `held`/`released` (many-locks mode),
- * `idle` (after stop: what relock still holds), `done` (after shutdown: timers left).
+ * `drained` (every waiter entered its `sectionsPerWaiter` sections), `idle` (after stop: what relock still
+ * holds), `done` (after shutdown: timers left).
  *
  * With `FAULTS_TRACE_TIMERS=1` in the environment, a worker that has timers left after `shutdown()`
  * prints where they were created to its stderr (the suite's `workers.stderr.log`).
@@ -23,7 +24,7 @@ import { OracleClient } from './oracle.js';
 export interface WorkerConfig {
   /** Worker id, unique within the run (`w1`, `w2`, …). */
   w: string;
-  mode: 'mutex' | 'semaphore' | 'many';
+  mode: 'mutex' | 'semaphore' | 'plain-semaphore' | 'rw' | 'many';
   /** The Redis under test, or the worker's proxy in front of it. */
   url: string;
   oracleUrl: string;
@@ -48,6 +49,8 @@ export interface WorkerConfig {
   concurrency?: number;
   /** Semaphore mode: the semaphore's number of permits. */
   permits?: number;
+  /** Sections each waiter enters before it stops (then `drained` is sent once every loop stopped); none: until stopped. */
+  sectionsPerWaiter?: number;
 }
 
 /** What a loop holds (a lock or a permit), as the loop sees it. */
@@ -56,7 +59,7 @@ interface Held {
   owner: string;
   signal: AbortSignal;
   /** What the `enter` event records: the fencing token, or the permit id and its lease. */
-  logged: { tok: string } | { permit: string; leaseMs?: number };
+  logged: { tok: string } | { permit: string; leaseMs?: number } | { side: 'r' | 'w' };
   release(): Promise<void>;
 }
 
@@ -68,6 +71,7 @@ export type WorkerMessage =
   | { type: 'enter' | 'exit'; w: string; sec: string; t: number }
   | { type: 'held'; w: string; count: number; ms: number }
   | { type: 'released'; w: string }
+  | { type: 'drained'; w: string }
   | { type: 'idle'; w: string; watchdogHolds: number; subscriptions: number }
   | { type: 'done'; w: string; timers: number; timersAtShutdown: number }
   | { type: 'error'; w: string; error: string };
@@ -84,6 +88,8 @@ if (process.env.FAULTS_TRACE_TIMERS) {
   }).enable();
 }
 const between = ([a, b]: [number, number]): number => a + Math.random() * (b - a);
+/** The share of read-write sections that take the write lock. */
+const WRITER_SHARE = 0.4;
 /** How long a timer may outlive `shutdown()` before it counts as left behind (node-redis's largest reconnect backoff + jitter). */
 const TIMER_GRACE_MS = 2500;
 const timers = (): number => process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length;
@@ -115,7 +121,11 @@ class Run {
   start(): void {
     const { config } = this;
     if (config.mode === 'many') this.loops = this.many();
-    else this.loops = Promise.all(Array.from({ length: config.waiters }, (_, i) => (config.mode === 'semaphore' ? this.semaphore(i) : this.mutex(i)))).then(() => {});
+    else {
+      this.loops = Promise.all(Array.from({ length: config.waiters }, (_, i) => this.waiter(i))).then(() => {
+        if (config.sectionsPerWaiter !== undefined) send({ type: 'drained', w: config.w });
+      });
+    }
   }
 
   block(ms: number): void {
@@ -150,7 +160,8 @@ class Run {
   private async loop<H extends Held>(index: number, take: (signal: AbortSignal) => Promise<H>, work: (sec: string, held: H) => Promise<'done' | 'lost'>): Promise<void> {
     const { config, log } = this;
     const w = config.w;
-    for (let n = 0; this.running; n++) {
+    let entered = 0;
+    for (let n = 0; this.running && entered < (config.sectionsPerWaiter ?? Infinity); n++) {
       const sec = `${w}.${index}.${n}`;
       const started = now();
       log.write({ ev: 'acquire', t: started, w, sec });
@@ -163,10 +174,11 @@ class Run {
         await sleep(between(config.thinkMs));
         continue;
       }
-      const entered = now();
-      log.write({ ev: 'enter', t: entered, w, sec, ...held.logged, waitMs: Math.round(entered - started) });
+      const enteredAt = now();
+      entered++;
+      log.write({ ev: 'enter', t: enteredAt, w, sec, ...held.logged, waitMs: Math.round(enteredAt - started) });
       this.sections.set(held.owner, sec);
-      if (config.notify) send({ type: 'enter', w, sec, t: entered });
+      if (config.notify) send({ type: 'enter', w, sec, t: enteredAt });
       let reason: 'done' | 'lost' | 'error' = 'done';
       let message: string | undefined;
       try {
@@ -186,6 +198,55 @@ class Run {
       this.sections.delete(held.owner);
       if (this.running) await sleep(between(config.thinkMs));
     }
+  }
+
+  /** One waiter loop of the run's mode. */
+  private waiter(index: number): Promise<void> {
+    switch (this.config.mode) {
+      case 'semaphore':
+        return this.semaphore(index);
+      case 'plain-semaphore':
+        return this.plainSemaphore(index);
+      case 'rw':
+        return this.readWrite(index);
+      default:
+        return this.mutex(index);
+    }
+  }
+
+  /**
+   * Read-write mode: each section takes the write lock (a share `WRITER_SHARE` of them) or the read lock.
+   * A writer reads the oracle's plain counter, works, (blocks), and writes it back plus one: two writers
+   * at once lose an update. A reader only works.
+   */
+  private readWrite(index: number): Promise<void> {
+    const rw = this.client.getReadWriteLock(this.config.lockName);
+    return this.loop(index, async (signal) => {
+      const side = Math.random() < WRITER_SHARE ? 'w' : 'r';
+      const handle = await (side === 'w' ? rw.writeLock() : rw.readLock()).acquire({ signal });
+      return { owner: handle.owner, signal: handle.signal, logged: { side }, release: () => handle.release(), side };
+    }, async (sec, held) => {
+      if (held.side === 'r') return (await this.work(held.signal)) ? 'lost' : 'done';
+      const value = await this.oracle!.read();
+      if (await this.work(held.signal)) return 'lost';
+      if (this.blockMs > 0) this.blockNow(sec);
+      await this.oracle!.set(sec, value + 1);
+      return 'done';
+    });
+  }
+
+  /**
+   * Plain-semaphore mode: one permit of an `RSemaphore` (its number of permits set by the first worker).
+   * Permits belong to nobody and have no lease: a section ends only when its work is done.
+   */
+  private async plainSemaphore(index: number): Promise<void> {
+    const semaphore = this.client.getSemaphore(this.config.lockName);
+    await semaphore.trySetPermits(this.config.permits!);
+    const never = new AbortController().signal;
+    await this.loop(index, async (signal) => {
+      await semaphore.acquire({ signal });
+      return { owner: `${this.config.w}.${index}`, signal: never, logged: { permit: 'plain' }, release: () => semaphore.release() };
+    }, async (_sec, held) => ((await this.work(held.signal)) ? 'lost' : 'done'));
   }
 
   /** Mutex mode: the fenced lock; in the section, (hold count) → fenced enter → work → (block) → commit. */

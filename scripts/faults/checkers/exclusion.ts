@@ -5,7 +5,10 @@
  *
  * With `capacity` > 1 (a semaphore's permits) only occupancy above it counts: a section entering while
  * `capacity` or more are open overlaps the ones that end first, one pair per section too many, each for
- * as long as that excess lasted. With a capacity of 1 that is every pair of overlapping sections.
+ * as long as that excess lasted. With a capacity of 1 that is every pair of overlapping sections. Sections
+ * of a read-write lock carry their side: two readers never conflict, a writer conflicts with everyone.
+ *
+ * An overlap is excused only inside the window of a fault the scenario declares (causes.ts).
  */
 import { max, round } from '../stats.js';
 import type { Cause, Causes } from './causes.js';
@@ -15,7 +18,10 @@ export interface Overlap {
   first: string;
   second: string;
   ms: number;
+  /** The excuse (undefined: unexpected). */
   cause: Cause | undefined;
+  /** For an unexpected overlap: the causes that applied but whose window it outlasted. */
+  outside?: Cause[];
 }
 
 export interface ExclusionResult {
@@ -25,9 +31,13 @@ export interface ExclusionResult {
   maxUnexpectedOverlapMs: number | null;
   /** Expected overlaps by cause. */
   causes: Partial<Record<Cause, number>>;
+  /** Total length of the excused overlaps (ms). */
+  excusedOverlapMs: number;
   maxOccupancy: number;
   /** The unexpected overlaps (at most 10), for the failure report. */
   examples: Overlap[];
+  /** Sections in an excused overlap (their lost updates are excused). */
+  excusedSections: Set<string>;
 }
 
 export function checkExclusion(all: readonly Section[], causes: Causes, capacity = 1): ExclusionResult {
@@ -36,9 +46,13 @@ export function checkExclusion(all: readonly Section[], causes: Causes, capacity
   let maxOccupancy = 0;
   for (const s of all) {
     for (let i = open.length - 1; i >= 0; i--) if (open[i]!.end <= s.start) open.splice(i, 1);
-    const excess = [...open].sort((a, b) => a.end - b.end).slice(0, Math.max(0, open.length - capacity + 1));
+    const rivals = s.mode === 'r' ? open.filter((o) => o.mode === 'w') : open;
+    const excess = [...rivals].sort((a, b) => a.end - b.end).slice(0, Math.max(0, rivals.length - capacity + 1));
     for (const holder of excess) {
-      overlaps.push({ first: holder.sec, second: s.sec, ms: round(Math.min(holder.end, s.end) - s.start), cause: causes.explain(holder, s.start) });
+      const end = Math.min(holder.end, s.end);
+      const cause = causes.explain(holder, s.start, end)?.cause;
+      const outside = cause ? undefined : causes.candidates(holder, s.start).map((c) => c.cause);
+      overlaps.push({ first: holder.sec, second: s.sec, ms: round(end - s.start), cause, ...(outside?.length ? { outside } : {}) });
     }
     open.push(s);
     maxOccupancy = Math.max(maxOccupancy, open.length);
@@ -53,7 +67,9 @@ export function checkExclusion(all: readonly Section[], causes: Causes, capacity
     maxExpectedOverlapMs: max(expected.map((o) => o.ms)),
     maxUnexpectedOverlapMs: max(unexpected.map((o) => o.ms)),
     causes: byCause,
+    excusedOverlapMs: round(expected.reduce((sum, o) => sum + o.ms, 0)),
     maxOccupancy,
     examples: unexpected.slice(0, 10),
+    excusedSections: new Set(expected.flatMap((o) => [o.first, o.second])),
   };
 }

@@ -11,6 +11,8 @@ export interface Section {
   sec: string;
   /** The fencing token; none for a semaphore permit. */
   tok: bigint | undefined;
+  /** The side of a read-write lock (`r` shared, `w` exclusive); none for other primitives (exclusive up to their capacity). */
+  mode?: 'r' | 'w';
   start: number;
   end: number;
   /** How it ended: `done`, `lost`, `error`, `killed` or `open` (never logged an exit). */
@@ -24,7 +26,7 @@ export function sections(events: readonly WorkerEvent[], nemesis: readonly Nemes
   const out: Section[] = [];
   for (const e of events) {
     if (e.ev === 'enter') {
-      const s: Section = { w: e.w, sec: e.sec, tok: e.tok === undefined ? undefined : BigInt(e.tok), start: e.t, end: endOfHistory, how: 'open' };
+      const s: Section = { w: e.w, sec: e.sec, tok: e.tok === undefined ? undefined : BigInt(e.tok), start: e.t, end: endOfHistory, how: 'open', ...(e.side ? { mode: e.side } : {}) };
       open.set(e.sec, s);
       out.push(s);
     } else if (e.ev === 'exit') {

@@ -1,7 +1,7 @@
 /** Faults of the lock holder's process: killed, stopped, its event loop blocked; permit holders of a semaphore killed. */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { blockWorker, killWorker, pauseWorker } from '../nemesis.js';
-import type { Entry, Scenario } from '../scenario.js';
+import type { Entry, Scenario, Setup } from '../scenario.js';
 
 const LEASE_MS = 600;
 const KILLS_QUICK = 3;
@@ -12,7 +12,7 @@ const PERMITS = 3;
  * permit-expirable semaphore. After each kill the nemesis waits for the entry that took the dead
  * holder's lock or permit: by another worker, while every other permit was held (see liveness.ts).
  */
-function holderKills(scenario: Pick<Scenario, 'name' | 'title' | 'expect'>, permits: number, killsFull: number): Scenario {
+export function holderKills(scenario: Pick<Scenario, 'name' | 'title' | 'expect'>, permits: number, killsFull: number, base: Partial<Setup> = {}): Scenario {
   /** Live workers kept besides the victim (full mode forks a replacement per kill). */
   const contenders = Math.max(3, permits + 1);
   return {
@@ -21,7 +21,7 @@ function holderKills(scenario: Pick<Scenario, 'name' | 'title' | 'expect'>, perm
     // with tsx costs a second of CPU, several on a loaded machine) and the contenders are left for the
     // next scenarios; full mode forks a replacement per kill.
     setup: (quick) => ({
-      workers: quick ? KILLS_QUICK + contenders : contenders + 1, leaseMs: LEASE_MS, ...(permits > 1 ? { mode: 'semaphore' as const, permits } : {}),
+      workers: quick ? KILLS_QUICK + contenders : contenders + 1, leaseMs: LEASE_MS, ...(permits > 1 ? { mode: 'semaphore' as const, permits } : {}), ...base,
     }),
     async nemesis(ctx) {
       const runs = ctx.quick ? KILLS_QUICK : killsFull;
@@ -57,12 +57,13 @@ const semaphoreHolderKill = holderKills({
 }, PERMITS, 20);
 
 /** The holder stopped for k leases: by SIGSTOP (anywhere in its section) or an event-loop block between its last check and its write. */
-function paused(how: 'sigstop' | 'block', k: number): Scenario {
+export function paused(how: 'sigstop' | 'block', k: number, prefix = 'holder', base: Partial<Setup> = {}): Scenario {
   return {
-    name: `holder-${how}-${k}x`,
+    name: `${prefix}-${how}-${k}x`,
     title: how === 'sigstop' ? `holder SIGSTOPped for ${k}× its lease, then SIGCONT` : `holder's event loop blocked for ${k}× its lease between its last lock check and its write`,
     expect: 'the paused holder overlaps the next holder until it runs again (a lease cannot prevent it); its late write must be rejected by the fenced resource',
-    setup: () => ({ workers: 3, leaseMs: LEASE_MS }),
+    excuses: ['holder-paused'],
+    setup: () => ({ workers: 3, leaseMs: LEASE_MS, ...base }),
     async nemesis(ctx) {
       const runs = ctx.quick ? 1 : 10;
       const pauseMs = k * ctx.leaseMs;

@@ -142,6 +142,7 @@ function summarize(result: ScenarioResult, outcomes: readonly Outcome[]): void {
     sections: outcomes.reduce((n, o) => n + (o.a === 'granted' ? 1 : 0) + (o.recoveryMs === undefined ? 0 : 1), 0),
     expectedOverlaps: expected.length,
     maxExpectedOverlapMs: max(values(expected, (o) => o.overlapMs)),
+    excusedOverlapMs: round(values(expected, (o) => o.overlapMs).reduce((a, b) => a + b, 0)),
     causes: expected.length > 0 ? { 'unreplicated-failover': expected.length } : {},
     unexpectedOverlaps: unexpected.length,
     maxUnexpectedOverlapMs: max(values(unexpected, (o) => o.overlapMs)),
