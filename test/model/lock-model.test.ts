@@ -86,6 +86,9 @@ async function setup(): Promise<Real> {
   const told: Real['told'] = [];
   for (const c of clients) c.on('lockLost', (e) => told.push({ owner: e.owner, t: performance.now() }));
   const locks = Array.from({ length: OWNERS }, (_, o) => clients[clientOf(o)]!.getLock(name));
+  // Connected before the first command: an acquire with a wait is bounded by it even while its client is
+  // still connecting (it then fails with RedisUnavailableError), which is not what this model is about.
+  await Promise.all(clients.map((_, c) => locks[c * 2]!.isLocked()));
   return { clients, proxies, runners: Array.from({ length: OWNERS }, () => contextRunner()), locks, key: locks[0]!.key, name, told };
 }
 
