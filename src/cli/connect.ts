@@ -1,4 +1,3 @@
-import { createClient, createCluster } from 'redis';
 import { createLockClient, type LockClient } from '../client.js';
 import { RelockError } from '../errors.js';
 import { redisUrlProblem, type Connection } from '../redis/connection.js';
@@ -33,6 +32,20 @@ const CONNECT_TIMEOUT_MS = 5000;
 const READY_TIMEOUT_MS = 15_000;
 
 /**
+ * node-redis, which the CLI talks to Redis through (an optional peer dependency of the library: a project
+ * on ioredis or GLIDE may not have it). Imported when a command connects, so that `--help` works without
+ * it. Throws `CliError` (exit 1) saying what to install when it is missing.
+ */
+async function nodeRedis(): Promise<typeof import('redis')> {
+  try {
+    return await import('redis');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'ERR_MODULE_NOT_FOUND' && (error as NodeJS.ErrnoException).code !== 'MODULE_NOT_FOUND') throw error;
+    throw new CliError('the relock command talks to Redis through node-redis, which is not installed here: run `npm install redis` (the library itself also works with ioredis or Valkey GLIDE)');
+  }
+}
+
+/**
  * Connects to the Redis of `options` (`createClient`, or `createCluster` with `--cluster`) and resolves to
  * a `Target`. A connection that fails before the first `ready` is not retried; once connected, node-redis
  * reconnects (with at most 2 s between attempts) and re-subscribes. Throws `CliError` (exit 2) for a
@@ -54,6 +67,7 @@ export async function connect(options: CommonOptions): Promise<Target> {
     reconnectStrategy: (retries: number, cause: Error): number | Error => (connected ? Math.min(50 * 2 ** retries, 2000) : cause),
   };
   const cluster = options.cluster === true;
+  const { createClient, createCluster } = await nodeRedis();
   const redis = cluster ? createCluster({ rootNodes: [{ url }], defaults: { ...credentials(url), socket } }) : createClient({ url, socket });
   redis.on('error', onError);
   let timer: NodeJS.Timeout | undefined;
