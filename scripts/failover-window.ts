@@ -74,7 +74,7 @@ async function waitCost(): Promise<{ withoutMs: number; withMs: number }> {
       }
       await c.shutdown();
       samples.sort((x, y) => x - y);
-      return Math.round(samples[150]! * 1000) / 1000;
+      return Math.round(samples[150] * 1000) / 1000;
     };
     return { withoutMs: await measure(false), withMs: await measure(true) };
   } finally {
@@ -106,5 +106,5 @@ else {
 
 function median(values: number[]): number {
   const sorted = [...values].sort((x, y) => x - y);
-  return sorted[Math.floor(sorted.length / 2)]!;
+  return sorted[Math.floor(sorted.length / 2)];
 }

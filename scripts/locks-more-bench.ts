@@ -40,7 +40,7 @@ async function calls(redis: Redis, command: string): Promise<number> {
 }
 function stats(values: number[]): string {
   const sorted = [...values].sort((a, b) => a - b);
-  const at = (q: number): number => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!;
+  const at = (q: number): number => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))];
   return `median ${at(0.5).toFixed(1)} ms, p90 ${at(0.9).toFixed(1)} ms, max ${sorted.at(-1)!.toFixed(1)} ms (n=${values.length})`;
 }
 
@@ -107,7 +107,7 @@ async function oppositeOrder(urlA: string, urlB: string): Promise<void> {
   const [a1, b1, a2, b2] = [client(await connection(urlA)), client(await connection(urlB)), client(await connection(urlA)), client(await connection(urlB))];
   const admin = [await connection(urlA), await connection(urlB)];
   for (const lease of [undefined, 5000]) {
-    const before = (await calls(admin[0]!, 'evalsha')) + (await calls(admin[1]!, 'evalsha'));
+    const before = (await calls(admin[0], 'evalsha')) + (await calls(admin[1], 'evalsha'));
     const rounds = 200;
     const run = async (order: number[], onA: LockClient, onB: LockClient): Promise<number> => {
       const multi = onA.getMultiLock(...order.map((i) => (i % 2 === 0 ? onA : onB).getLock(`opposite:${lease}:${i}`)));
@@ -121,7 +121,7 @@ async function oppositeOrder(urlA: string, urlB: string): Promise<void> {
       return now() - started;
     };
     const [x, y] = await Promise.all([run([0, 1, 2, 3], a1, b1), run([3, 2, 1, 0], a2, b2)]);
-    const scripts = (await calls(admin[0]!, 'evalsha')) + (await calls(admin[1]!, 'evalsha')) - before;
+    const scripts = (await calls(admin[0], 'evalsha')) + (await calls(admin[1], 'evalsha')) - before;
     console.log(
       `multi-lock, 4 members on 2 servers, opposite order, ${rounds} acquisitions each, ${lease === undefined ? 'watchdog' : `lease ${lease} ms`}: ` +
         `${Math.round(x)} / ${Math.round(y)} ms, ${(scripts / (2 * rounds)).toFixed(1)} scripts per acquisition (minimum ${lease === undefined ? 8 : 12})`,
@@ -136,7 +136,7 @@ async function redLock(): Promise<void> {
     const times: number[] = [];
     const validities: number[] = [];
     for (let i = 0; i < 30; i++) {
-      const rl = locks[0]!.getRedLock(...locks.map((c) => c.getLock(`red:${label}:${i}`)));
+      const rl = locks[0].getRedLock(...locks.map((c) => c.getLock(`red:${label}:${i}`)));
       const started = now();
       const handle = await rl.acquire({ waitMs: 2000, leaseMs: 5000 });
       times.push(now() - started);
@@ -146,10 +146,10 @@ async function redLock(): Promise<void> {
     console.log(`RedLock, 3 masters, ${label.padEnd(28)}: acquire ${stats(times)}; validity median ${validities.sort((a, b) => a - b)[15]} ms of 5000`);
   };
   await measure('all up');
-  nodes[2]!.pause();
+  nodes[2].pause();
   await measure('one paused (SIGSTOP)');
-  nodes[2]!.resume();
-  await nodes[2]!.kill();
+  nodes[2].resume();
+  await nodes[2].kill();
   await measure('one killed');
 }
 
@@ -162,7 +162,7 @@ try {
   await redLock();
 } finally {
   await Promise.all(clients.map((c) => c.shutdown()));
-  await Promise.all(connections.map((c) => c.destroy()));
+  for (const c of connections) c.destroy();
   for (const s of servers) {
     s.resume();
     await s.stop();

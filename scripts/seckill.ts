@@ -46,7 +46,7 @@ for (let user = 1; user <= USERS; user++) {
 }
 for (let i = requests.length - 1; i > 0; i--) {
   const j = Math.max(0, i - Math.floor(Math.random() * 8)); // shuffle locally: repeats stay near each other
-  [requests[i], requests[j]] = [requests[j]!, requests[i]!];
+  [requests[i], requests[j]] = [requests[j], requests[i]];
 }
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -120,5 +120,5 @@ if (json) {
 function percentile(rows: RequestResult[], field: 'waitMs' | 'holdMs', q: number): number {
   const values = rows.filter((r) => r.outcome !== 'rejected-by-lock' || field === 'waitMs').map((r) => r[field]).sort((a, b) => a - b);
   if (values.length === 0) return 0;
-  return Math.round(values[Math.min(values.length - 1, Math.floor(q * values.length))]! * 100) / 100;
+  return Math.round(values[Math.min(values.length - 1, Math.floor(q * values.length))] * 100) / 100;
 }

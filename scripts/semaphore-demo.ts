@@ -60,7 +60,7 @@ try {
   log(`PTTL ${name} = ${pttlMs} ms`);
 
   // 3. Release one.
-  await semaphore.release(granted[0]!);
+  await semaphore.release(granted[0]);
   const afterReleaseCardinality = await redis.zCard(name);
   log(`\nreleased ${granted[0]} → ZCARD = ${afterReleaseCardinality}`);
 

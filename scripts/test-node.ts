@@ -41,7 +41,7 @@ const cache = process.env.RELOCK_NODE_CACHE ?? join(process.env.XDG_CACHE_HOME ?
 function run(command: string, args: string[], options: SpawnSyncOptions = {}): string {
   const result = spawnSync(command, args, { encoding: 'utf8', maxBuffer: 64 << 20, ...options });
   if (result.status !== 0) {
-    throw new Error(`${command} ${args.join(' ')} failed (${result.error?.message ?? `exit ${result.status ?? result.signal}`}):\n${result.stdout ?? ''}${result.stderr ?? ''}`);
+    throw new Error(`${command} ${args.join(' ')} failed (${result.error?.message ?? `exit ${result.status ?? result.signal}`}):\n${String(result.stdout ?? '')}${String(result.stderr ?? '')}`);
   }
   return String(result.stdout ?? '');
 }
@@ -61,7 +61,7 @@ function ensureNode(version: string): string {
     const [packed] = JSON.parse(run('npm', ['pack', pkg, '--json', '--pack-destination', scratch])) as Array<{ filename: string }>;
     const unpacked = join(scratch, 'node');
     mkdirSync(unpacked);
-    run('tar', ['-xzf', join(scratch, packed!.filename), '-C', unpacked, '--strip-components=1']);
+    run('tar', ['-xzf', join(scratch, packed.filename), '-C', unpacked, '--strip-components=1']);
     // Another run may have finished the same fetch meanwhile: keep the first.
     if (!existsSync(dir)) renameSync(unpacked, dir);
   } finally {

@@ -413,7 +413,7 @@ function resolveOptions(options: LockClientOptions): ResolvedOptions {
 function scriptingMode(option: unknown): ScriptingMode {
   if (option === undefined) return 'auto';
   if (option === 'eval' || option === 'functions' || option === 'auto') return option;
-  throw new InvalidArgumentError('scripting', `must be 'eval', 'functions' or 'auto'; got ${typeof option === 'string' ? `'${option}'` : String(option)}`);
+  throw new InvalidArgumentError('scripting', `must be 'eval', 'functions' or 'auto'; got ${typeof option === 'string' ? `'${option}'` : typeof option}`);
 }
 
 function syncTimeout(option: LockClientOptions['syncReplicas']): number | undefined {

@@ -1,4 +1,4 @@
-import type { ObjectKind } from './kinds.js';
+import type { ObjectKind } from './object-kind.js';
 
 /**
  * The base class of relock's typed errors. Every error relock throws is a `RelockError` with a stable

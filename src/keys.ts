@@ -56,6 +56,6 @@ const CRC16_TABLE = (() => {
 export function keySlot(key: string): number {
   const bytes = Buffer.from(hashTag(key) ?? key);
   let crc = 0;
-  for (const byte of bytes) crc = ((crc << 8) & 0xffff) ^ CRC16_TABLE[((crc >> 8) ^ byte) & 0xff]!;
+  for (const byte of bytes) crc = ((crc << 8) & 0xffff) ^ CRC16_TABLE[((crc >> 8) ^ byte) & 0xff];
   return crc % 16384;
 }

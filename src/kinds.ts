@@ -2,24 +2,8 @@ import { WrongTypeError } from './errors.js';
 import type { Connection } from './redis/connection.js';
 import { Script } from './redis/script.js';
 
-/**
- * The kinds of relock object, as `WrongTypeError` and the `relock` command name them. A name serves one
- * kind at a time: every script that takes or changes an object first checks that its key is free or
- * belongs to its own kind, and otherwise fails with `WrongTypeError` without writing anything (two kinds
- * on one name would hand out two holders: an `RLock`'s hash looks free to a read-write lock).
- *
- * How a script tells the kinds apart: first by the Redis type of the main key `keyPrefix + name` (a
- * semaphore keeps a string, an expirable semaphore a sorted set, every other kind a hash), through the
- * first command it runs on the key, which Redis fails with WRONGTYPE on another type before anything is
- * written; then, for hashes, by the `kind` field every relock hash carries (`lock`, `spin-lock`,
- * `fenced-lock`, `fair-lock`, `count-down-latch`), except the read-write lock's, which its `mode` field
- * marks. The field is written with the first hold (in the same `HSET`) and read together with the owner's
- * hold count (`HMGET`), so the check adds no command to an acquisition.
- */
-export type ObjectKind = 'lock' | 'spin-lock' | 'fenced-lock' | 'fair-lock' | 'read-write-lock' | 'semaphore' | 'expirable-semaphore' | 'count-down-latch';
-
-/** Every `ObjectKind`. */
-export const OBJECT_KINDS: readonly ObjectKind[] = Object.freeze(['lock', 'spin-lock', 'fenced-lock', 'fair-lock', 'read-write-lock', 'semaphore', 'expirable-semaphore', 'count-down-latch']);
+export { OBJECT_KINDS, type ObjectKind } from './object-kind.js';
+import { OBJECT_KINDS, type ObjectKind } from './object-kind.js';
 
 /** The Redis type of the main key of each kind. */
 export const REDIS_TYPE: Readonly<Record<ObjectKind, 'hash' | 'string' | 'zset'>> = Object.freeze({
@@ -80,7 +64,7 @@ const asKind = (value: string): ObjectKind | undefined => (OBJECT_KINDS as reado
 export async function wrongTypeError(connection: Connection, error: unknown, key: string, asked: ObjectKind): Promise<WrongTypeError> {
   const expected = REDIS_TYPE[asked];
   const named = FOUND_BY_SCRIPT.exec((error as Error | undefined)?.message ?? '');
-  if (named) return new WrongTypeError(key, 'hash', expected, { cause: error, foundKind: asKind(named[1]!), askedKind: asked });
+  if (named) return new WrongTypeError(key, 'hash', expected, { cause: error, foundKind: asKind(named[1]), askedKind: asked });
   const [type, kind] = ((await READ_KIND.run(connection, [key], []).catch(() => undefined)) as [string, string] | undefined) ?? ['unknown', ''];
   return new WrongTypeError(key, type, expected, { cause: error, foundKind: asKind(kind), askedKind: asked });
 }

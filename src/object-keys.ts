@@ -51,7 +51,7 @@ export class ObjectKeys {
   async isExists(): Promise<boolean> {
     this.core.checkOpen();
     const [main] = this.keys;
-    const reply = await this.core.executor.run('object.isExists', () => this.core.connection.send(main!, ['EXISTS', ...this.keys]), { idempotent: true });
+    const reply = await this.core.executor.run('object.isExists', () => this.core.connection.send(main, ['EXISTS', ...this.keys]), { idempotent: true });
     return Number(reply) > 0;
   }
 
@@ -71,7 +71,7 @@ export class ObjectKeys {
     const reply = await this.core.executor.run(
       `object.${op}`,
       () => KEY_OPS.run(connection, this.keys, [op, this.kind, REDIS_TYPE[this.kind], arg, message, connection.publishCommand]),
-      { idempotent: true, expects: { key: this.keys[0]!, kind: this.kind } },
+      { idempotent: true, expects: { key: this.keys[0], kind: this.kind } },
     );
     return Number(reply);
   }

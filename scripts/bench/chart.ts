@@ -84,7 +84,7 @@ export function latencyChart(panels: readonly Panel[], caption: string): string 
     panel.labels.forEach((label, g) => {
       const gx = left + g * groupWidth + (groupWidth - barWidth * panel.series.length) / 2;
       panel.series.forEach((s, i) => {
-        const v = s.values[g]!;
+        const v = s.values[g];
         if (!(v > 0) || !Number.isFinite(v)) return;
         const y = yOf(v);
         const x = gx + i * barWidth;

@@ -6,7 +6,7 @@
 import { fork, type ChildProcess } from 'node:child_process';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { WorkerTask } from './worker.js';
+import type { WorkerTask } from './worker-task.js';
 
 export type Message = { type: string } & Record<string, unknown>;
 

@@ -67,7 +67,7 @@ export async function openProbe(): Promise<Probe> {
         cpu: cpuList[0]?.model.trim() ?? 'unknown',
         cores: cpuList.length,
         memoryGb: Math.round(totalmem() / 2 ** 30),
-        loadAverage: Math.round(loadavg()[0]! * 100) / 100,
+        loadAverage: Math.round(loadavg()[0] * 100) / 100,
         redisSource: process.env.REDIS_URL ? 'REDIS_URL' : 'local redis-server',
         versions: Object.fromEntries(
           ['redis', 'ioredis', '@valkey/valkey-glide', 'redlock', '@sesamecare-oss/redlock', 'redis-semaphore', 'hdr-histogram-js'].map((name) => [name, packageVersion(name)]),

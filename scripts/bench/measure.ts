@@ -60,7 +60,7 @@ export function median(values: readonly number[]): number {
   const sorted = values.filter((v) => !Number.isNaN(v)).sort((a, b) => a - b);
   if (sorted.length === 0) return NaN;
   const mid = sorted.length >> 1;
-  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+  return sorted.length % 2 === 1 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
 }
 
 /** Per figure, the median over rounds. */
@@ -75,7 +75,7 @@ export type CommandStats = Map<string, { calls: number; usec: number }>;
 export function parseCommandStats(info: string): CommandStats {
   const stats: CommandStats = new Map();
   for (const match of info.matchAll(/^cmdstat_([^:]+):calls=(\d+),usec=(\d+)/gm)) {
-    stats.set(match[1]!.toLowerCase(), { calls: Number(match[2]), usec: Number(match[3]) });
+    stats.set(match[1].toLowerCase(), { calls: Number(match[2]), usec: Number(match[3]) });
   }
   return stats;
 }

@@ -38,7 +38,10 @@ const sdk = {
 const noop = (): void => {};
 const subscribers = { start: noop, end: noop, asyncStart: noop, asyncEnd: noop, error: noop };
 const subscribe = (on: boolean): void => {
-  for (const name of ['relock:acquire', 'relock:release']) (on ? tracingChannel(name).subscribe(subscribers) : tracingChannel(name).unsubscribe(subscribers));
+  for (const name of ['relock:acquire', 'relock:release']) {
+    if (on) tracingChannel(name).subscribe(subscribers);
+    else tracingChannel(name).unsubscribe(subscribers);
+  }
   if (on) channel('relock:lost').subscribe(noop);
   else channel('relock:lost').unsubscribe(noop);
 };
@@ -72,13 +75,13 @@ async function block(v: Variant, cycles: number, into: number[]): Promise<void> 
   spans.reset();
 }
 
-const quantile = (values: number[], q: number): number => [...values].sort((a, b) => a - b)[Math.min(values.length - 1, Math.floor(q * values.length))]!;
+const quantile = (values: number[], q: number): number => [...values].sort((a, b) => a - b)[Math.min(values.length - 1, Math.floor(q * values.length))];
 for (const v of variants) await block(v, 200, []); // warm-up
 const results = new Map<string, number[]>(variants.map((v) => [v.name, []]));
 for (let b = 0; b < blocks; b++) {
   // Fine-grained interleaving in a rotating order: a burst of load elsewhere hits every variant alike.
   for (let i = 0; i < variants.length; i++) {
-    const v = variants[(b + i) % variants.length]!;
+    const v = variants[(b + i) % variants.length];
     await block(v, cyclesPerBlock, results.get(v.name)!);
   }
 }

@@ -5,7 +5,7 @@ interface Node {
   id: number;
   callFrame: { functionName: string; url: string; lineNumber: number };
 }
-const profile = JSON.parse(readFileSync(process.argv[2]!, 'utf8')) as { nodes: Node[]; samples: number[] };
+const profile = JSON.parse(readFileSync(process.argv[2], 'utf8')) as { nodes: Node[]; samples: number[] };
 const byId = new Map(profile.nodes.map((n) => [n.id, n]));
 const byFunction = new Map<string, number>();
 const byFile = new Map<string, number>();

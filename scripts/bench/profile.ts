@@ -14,7 +14,7 @@ const tasks = Number(values.tasks);
 const server = await startRedis();
 const adapters = await openAdapters([values.impl as Impl], { url: server.url });
 try {
-  const adapter = adapters.list[0]!;
+  const adapter = adapters.list[0];
   const end = performance.now() + Number(values.seconds) * 1000;
   let cycles = 0;
   await Promise.all(

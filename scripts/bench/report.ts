@@ -35,8 +35,8 @@ function cells(scenario: Scenario, rows: readonly Row[]): string[][] {
 export function textTable(scenario: Scenario, rows: readonly Row[]): string {
   const table = cells(scenario, rows);
   const isNote = (cell: string): boolean => cell.startsWith('skipped');
-  const widths = table[0]!.map((_, i) => Math.max(...table.map((r) => (isNote(r[i]!) ? 0 : r[i]!.length))));
-  const lines = table.map((row) => row.map((cell, i) => (i === 0 ? cell.padEnd(widths[i]!) : isNote(cell) ? cell : cell.padStart(widths[i]!))).join('  ').trimEnd());
+  const widths = table[0].map((_, i) => Math.max(...table.map((r) => (isNote(r[i]) ? 0 : r[i].length))));
+  const lines = table.map((row) => row.map((cell, i) => (i === 0 ? cell.padEnd(widths[i]) : isNote(cell) ? cell : cell.padStart(widths[i]))).join('  ').trimEnd());
   lines.splice(1, 0, widths.map((w) => '-'.repeat(w)).join('  '));
   return [`Scenario ${scenario.id}: ${scenario.title}`, `  ${scenario.description}`, ...lines.map((l) => `  ${l}`)].join('\n');
 }
@@ -70,7 +70,7 @@ export function markdown(env: Environment, scenarios: readonly Scenario[], resul
     if (!rows) continue;
     const table = cells(scenario, rows);
     out.push(`### ${scenario.id}. ${scenario.title}`, '', scenario.description, '');
-    out.push(`| ${table[0]!.join(' | ')} |`, `|${table[0]!.map((_, i) => (i === 0 ? '---' : '---:')).join('|')}|`);
+    out.push(`| ${table[0].join(' | ')} |`, `|${table[0].map((_, i) => (i === 0 ? '---' : '---:')).join('|')}|`);
     for (const row of table.slice(1)) out.push(`| ${row.join(' | ')} |`);
     out.push('');
   }

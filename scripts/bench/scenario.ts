@@ -62,7 +62,7 @@ export async function inRounds<T extends { readonly impl: Impl }>(ctx: BenchCont
   const results = new Map<Impl, Figures[]>(items.map((a) => [a.impl, []]));
   for (let r = 0; r < rounds; r++) {
     for (let i = 0; i < items.length; i++) {
-      const item = items[(i + r) % items.length]!;
+      const item = items[(i + r) % items.length];
       ctx.progress(`${label}: ${item.impl}, round ${r + 1}/${rounds}`);
       results.get(item.impl)!.push(await round(item, r));
     }

@@ -8,13 +8,10 @@
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { createClient } from 'redis';
 import { openAdapters } from './adapters/index.js';
-import { REQUEST_COMMANDS, type Adapter, type Impl, type Release } from './adapters/types.js';
+import { REQUEST_COMMANDS, type Adapter, type Release } from './adapters/types.js';
 import { epochNow, type Message } from './children.js';
+import type { WorkerTask } from './worker-task.js';
 import { commandDelta, parseCommandStats, sleep } from './measure.js';
-
-export type WorkerTask =
-  | { kind: 'waiters'; impl: Impl; url: string; key: string; tasks: number; holdMs: number }
-  | { kind: 'watchdog'; impl: Impl; url: string; keyPrefix: string; count: number; leaseMs: number; windowMs: number; concurrency: number };
 
 const send = (message: Message): void => void process.send!(message);
 const inbox: Message[] = [];
@@ -28,7 +25,7 @@ process.on('message', (message: Message) => {
 async function next(type: string): Promise<Message> {
   for (;;) {
     const i = inbox.findIndex((m) => m.type === type);
-    if (i >= 0) return inbox.splice(i, 1)[0]!;
+    if (i >= 0) return inbox.splice(i, 1)[0];
     await new Promise<void>((resolve) => (wake = resolve));
   }
 }

@@ -7,7 +7,7 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createClient } from 'redis';
-import { now, type NemesisEvent } from './history.js';
+import { now } from './history.js';
 import type { CutRule, ProxyMode } from './proxy.js';
 import type { RunContext } from './scenario.js';
 
@@ -93,8 +93,8 @@ export async function busyScript(ctx: RunContext, ms: number): Promise<void> {
 
 /** `CLIENT KILL` of every subscriber connection but the orchestrator's own. Resolves with how many. */
 export async function killSubscribers(ctx: RunContext): Promise<number> {
-  const list = String(await ctx.admin.sendCommand(['CLIENT', 'LIST', 'TYPE', 'pubsub']));
-  const ids = [...list.matchAll(/^id=(\d+)/gm)].map((m) => m[1]!).filter((id) => Number(id) !== ctx.watcherId);
+  const list = await ctx.admin.sendCommand<string>(['CLIENT', 'LIST', 'TYPE', 'pubsub']);
+  const ids = [...list.matchAll(/^id=(\d+)/gm)].map((m) => m[1]).filter((id) => Number(id) !== ctx.watcherId);
   const t = now();
   await Promise.all(ids.map((id) => ctx.admin.sendCommand(['CLIENT', 'KILL', 'ID', id]).catch(() => 0)));
   // No recovery to time: waiters are not holders (many-waiters asserts that every waiter enters instead).
@@ -118,7 +118,7 @@ export async function netFault(ctx: RunContext, w: string, mode: Exclude<ProxyMo
   const t0 = now();
   await sleep(ms);
   proxy.setMode({ kind: 'pass' });
-  ctx.record({ kind: mode.kind as NemesisEvent['kind'], t0, t1: now(), w, sec, detail: { ...mode, ms } });
+  ctx.record({ kind: mode.kind, t0, t1: now(), w, sec, detail: { ...mode, ms } });
 }
 
 /**

@@ -81,8 +81,8 @@ export class OracleClient {
   /** The section's first operation: registers `token` with the fenced resource and reads both resources. */
   async enter(sec: string, token: string): Promise<Entered> {
     const args = [token, sec, String(now())];
-    const [ok, fencedValue, counter] = (await this.client.sendCommand(['EVALSHA', this.shas.enter, '3', ...this.keys, ...args])) as number[];
-    return { ok: ok === 1, fencedValue: fencedValue!, counter: counter! };
+    const [ok, fencedValue, counter] = await this.client.sendCommand<number[]>(['EVALSHA', this.shas.enter, '3', ...this.keys, ...args]);
+    return { ok: ok === 1, fencedValue: fencedValue, counter: counter };
   }
 
   /** Writes counter + 1 unconditionally and the fenced value + 1 if the token is still the highest. */
@@ -93,7 +93,7 @@ export class OracleClient {
 
   /** The plain counter's value (a section without a token reads it first). */
   async read(): Promise<number> {
-    return Number((await this.client.get(this.keys[2]!)) ?? 0);
+    return Number((await this.client.get(this.keys[2])) ?? 0);
   }
 
   /** Sets the plain counter to `value` (what the section read, plus one). */

@@ -132,7 +132,7 @@ async function runInProcess(scenario: InProcessScenario, suite: Suite): Promise<
   const started = now();
   const result = emptyResult(scenario);
   try {
-    await scenario.runInProcess(suite.quick, result, suite.progress);
+    await scenario.runInProcess(suite.quick, result, suite.progress.bind(suite));
   } catch (error) {
     result.violations.unshift(`harness: ${(error as Error).stack ?? String(error)}`);
   }

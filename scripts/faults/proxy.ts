@@ -56,7 +56,7 @@ class Pipe {
     if (this.timer) clearTimeout(this.timer);
     this.timer = undefined;
     const t = now();
-    while (this.queue.length > 0 && this.queue[0]!.at <= t) {
+    while (this.queue.length > 0 && this.queue[0].at <= t) {
       const { chunk } = this.queue.shift()!;
       if (!this.target.destroyed) this.target.write(chunk);
     }

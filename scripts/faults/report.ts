@@ -43,8 +43,8 @@ const HEADER = [
 
 export function printSummary(results: readonly ScenarioResult[]): void {
   const rows = [HEADER, ...results.map(row)];
-  const widths = HEADER.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
-  for (const r of rows) console.log(r.map((c, i) => c.padEnd(widths[i]!)).join('  ').trimEnd());
+  const widths = HEADER.map((_, i) => Math.max(...rows.map((r) => r[i].length)));
+  for (const r of rows) console.log(r.map((c, i) => c.padEnd(widths[i])).join('  ').trimEnd());
 }
 
 function versions(): string {
@@ -69,7 +69,7 @@ export function markdown(results: readonly ScenarioResult[], meta: { quick: bool
     '',
     ...results.map((r) => {
       const s = scenarios.find((x) => x.name === r.scenario);
-      const extra = Object.entries(r.extra).filter(([k]) => k !== 'artifacts').map(([k, v]) => `${k} ${typeof v === 'object' ? JSON.stringify(v) : String(v)}`);
+      const extra = Object.entries(r.extra).filter(([k]) => k !== 'artifacts').map(([k, v]) => `${k} ${typeof v === 'object' ? JSON.stringify(v) : String(v as string | number | boolean)}`);
       const excuses = s && 'excuses' in s && s.excuses?.length ? s.excuses.join(', ') : 'none';
       return `- **${r.scenario}**: ${s?.title ?? r.title}. Expected overlaps: ${s?.expect ?? '?'}. Excuses declared: ${excuses}.${extra.length ? ` Figures: ${extra.join(', ')}.` : ''}${r.ok ? '' : ` **Violations: ${r.violations.join('; ')}**`}`;
     }),

@@ -128,14 +128,14 @@ export class Run implements RunContext {
 
   async spawn(): Promise<string> {
     const [process] = await this.suite.pool.take(1);
-    return this.start(process!);
+    return this.start(process);
   }
 
   async message(w: string, type: string, timeoutMs: number): Promise<Record<string, unknown>> {
     const deadline = performance.now() + timeoutMs;
     for (;;) {
       const i = this.messages.findIndex((m) => m.w === w && m.message.type === type);
-      if (i >= 0) return this.messages.splice(i, 1)[0]!.message as unknown as Record<string, unknown>;
+      if (i >= 0) return this.messages.splice(i, 1)[0].message;
       const left = deadline - performance.now();
       if (left <= 0) throw new Error(`worker ${w} sent no "${type}" within ${timeoutMs} ms`);
       await new Promise<void>((resolve) => {

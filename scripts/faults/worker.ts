@@ -318,14 +318,14 @@ class Run {
     const delay = monitorEventLoopDelay({ resolution: 10 });
     delay.enable();
     const rssBefore = process.memoryUsage().rss;
-    await sleep(config.holdMs!, undefined, { signal: this.stopping.signal }).catch(() => {});
+    await sleep(config.holdMs, undefined, { signal: this.stopping.signal }).catch(() => {});
     delay.disable();
     const lost = handles.filter((h) => h.signal.aborted).length;
     const renewalCalls = this.client.stats().renewalCalls - calls;
     const releaseStarted = now();
     let releaseErrors = 0;
     await pool(handles.length, config.concurrency!, async (i) => {
-      await handles[i]!.release().catch(() => releaseErrors++);
+      await handles[i].release().catch(() => releaseErrors++);
     });
     log.write({
       ev: 'stats', t: now(), w: config.w, locks: handles.length, acquireMs: Math.round(acquiredMs), holdMs: config.holdMs, lost, renewalCalls,

@@ -46,7 +46,7 @@ interface Args {
 function parseArgs(argv: readonly string[]): Args {
   const args: Args = { quick: false, only: undefined, json: false, writeDocs: false, baseline: false };
   for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i]!;
+    const arg = argv[i];
     if (arg === '--quick') args.quick = true;
     else if (arg === '--json') args.json = true;
     else if (arg === '--write-docs') args.writeDocs = true;

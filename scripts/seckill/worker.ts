@@ -67,7 +67,7 @@ async function serve(task: WorkerTask): Promise<RequestResult[]> {
   let next = 0;
   await Promise.all(
     Array.from({ length: task.concurrency }, async () => {
-      while (next < task.users.length) results.push(await handle(task.users[next++]!));
+      while (next < task.users.length) results.push(await handle(task.users[next++]));
     }),
   );
   await locks.shutdown();

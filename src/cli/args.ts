@@ -129,7 +129,7 @@ function valueOf(option: OptionSpec, text: string): unknown {
 }
 
 /** `'--scan-count <n>'` → `'scan-count'`. */
-const longName = (option: OptionSpec): string => /--([\w-]+)/.exec(option.flags)![1]!;
+const longName = (option: OptionSpec): string => /--([\w-]+)/.exec(option.flags)![1];
 /** `'scan-count'` → `'scanCount'`, the key of the parsed options. */
 const key = (option: OptionSpec): string => longName(option).replace(/-(\w)/g, (_, c: string) => c.toUpperCase());
 const takesValue = (option: OptionSpec): boolean => option.flags.includes('<');
@@ -144,10 +144,10 @@ function editDistance(a: string, b: string): number {
   let row = Array.from({ length: b.length + 1 }, (_, i) => i);
   for (let i = 1; i <= a.length; i++) {
     const next = [i];
-    for (let j = 1; j <= b.length; j++) next[j] = Math.min(row[j]! + 1, next[j - 1]! + 1, row[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
+    for (let j = 1; j <= b.length; j++) next[j] = Math.min(row[j] + 1, next[j - 1] + 1, row[j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1));
     row = next;
   }
-  return row[b.length]!;
+  return row[b.length];
 }
 
 /** The program's help: usage, description, options and commands, then `helpAfter`. */

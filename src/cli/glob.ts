@@ -10,8 +10,8 @@ const escapeRegExp = (text: string): string => text.replace(REGEXP_SPECIAL, '\\$
 export function globRegExp(pattern: string): RegExp {
   let source = '';
   for (let i = 0; i < pattern.length; i++) {
-    const c = pattern[i]!;
-    if (c === '\\' && i + 1 < pattern.length) source += escapeRegExp(pattern[++i]!);
+    const c = pattern[i];
+    if (c === '\\' && i + 1 < pattern.length) source += escapeRegExp(pattern[++i]);
     else if (c === '*') source += '.*';
     else if (c === '?') source += '.';
     else if (c === '[') i = bracket(pattern, i, (part) => (source += part));
@@ -29,9 +29,9 @@ function bracket(pattern: string, start: number, emit: (part: string) => void): 
     i++;
   }
   for (; i < pattern.length && pattern[i] !== ']'; i++) {
-    if (pattern[i] === '\\' && i + 1 < pattern.length) body += escapeRegExp(pattern[++i]!);
+    if (pattern[i] === '\\' && i + 1 < pattern.length) body += escapeRegExp(pattern[++i]);
     else if (pattern[i] === '-' && body !== '' && body !== '^' && i + 1 < pattern.length && pattern[i + 1] !== ']') body += '-';
-    else body += escapeRegExp(pattern[i]!);
+    else body += escapeRegExp(pattern[i]);
   }
   if (i >= pattern.length) {
     emit('\\[');

@@ -34,7 +34,7 @@ const plural = (n: number, word: string): string => `${n} ${word}${n === 1 ? '' 
 /** Lines of aligned columns (the last column is not padded). */
 export function table(rows: string[][], indent = ''): string[] {
   const widths = rows.reduce<number[]>((w, row) => row.map((cell, i) => Math.max(w[i] ?? 0, cell.length)), []);
-  return rows.map((row) => indent + row.map((cell, i) => (i === row.length - 1 ? cell : cell.padEnd(widths[i]!))).join('   ').trimEnd());
+  return rows.map((row) => indent + row.map((cell, i) => (i === row.length - 1 ? cell : cell.padEnd(widths[i]))).join('   ').trimEnd());
 }
 
 /** Holders as `owner ×holds` for one-line summaries (`watch`). */

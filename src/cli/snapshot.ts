@@ -72,7 +72,7 @@ export async function snapshot(connection: Connection, keys: readonly string[], 
 }
 
 function keyState(key: string, [type, pttl, size, body]: [string, number, number, string[]]): KeyState {
-  const pairs = (): Array<[string, string]> => Array.from({ length: body.length / 2 }, (_, i) => [body[2 * i]!, body[2 * i + 1]!]);
+  const pairs = (): Array<[string, string]> => Array.from({ length: body.length / 2 }, (_, i) => [body[2 * i], body[2 * i + 1]]);
   return {
     key,
     type,

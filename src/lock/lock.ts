@@ -817,7 +817,7 @@ export class RLock {
 
   private read(args: string[]): Promise<unknown> {
     this.core.checkOpen();
-    return this.core.executor.run(args[0]!, () => this.core.connection.send(this.key, args), { idempotent: true, expects: this.expects });
+    return this.core.executor.run(args[0], () => this.core.connection.send(this.key, args), { idempotent: true, expects: this.expects });
   }
 }
 
@@ -831,7 +831,7 @@ export function requireUnit(unit: TimeUnit | undefined): TimeUnit {
 export function tryLockTimes(waitTime: number | undefined, leaseOrUnit: number | TimeUnit | undefined, unit: TimeUnit | undefined): [number, number | undefined] {
   if (waitTime === undefined) return [0, undefined];
   if (typeof leaseOrUnit === 'string' || leaseOrUnit === undefined) {
-    return [waitMillis(waitTime, requireUnit(leaseOrUnit as TimeUnit | undefined)), undefined];
+    return [waitMillis(waitTime, requireUnit(leaseOrUnit)), undefined];
   }
   const u = requireUnit(unit);
   return [waitMillis(waitTime, u), leaseMillis(leaseOrUnit, u)];

@@ -129,7 +129,7 @@ export abstract class GroupLock {
     // Inside a context: that context on every member; outside, with no holder: new owners, which hold nothing.
     const ctxs = hold?.ctxs ?? contextsOf(this.locks);
     const members = hold?.held ?? this.locks.map((_, i) => i);
-    await this.releaseAll(members.map((i) => steps.release(this.locks[i]!, ctxs[i]!)));
+    await this.releaseAll(members.map((i) => steps.release(this.locks[i], ctxs[i])));
   }
 
   /** Waits for member releases and reports their failures (see each class). */
@@ -141,12 +141,12 @@ export abstract class GroupLock {
    * still held (a RedLock minority) are released in the background. Returns the record.
    */
   private remember(ctxs: readonly LockContext[], taken: Taken | undefined): GroupHold | undefined {
-    if (!taken || !ctxs[0]!.detached) return undefined;
+    if (!taken || !ctxs[0].detached) return undefined;
     const previous = this.holder;
     this.holder = { ctxs, held: taken.holding.held };
     if (previous) {
       for (const i of previous.held) {
-        steps.release(this.locks[i]!, previous.ctxs[i]!).catch((err: unknown) => this.core.log.debug({ group: this.name, err }, 'member of a superseded group hold not released'));
+        steps.release(this.locks[i], previous.ctxs[i]).catch((err: unknown) => this.core.log.debug({ group: this.name, err }, 'member of a superseded group hold not released'));
       }
     }
     return this.holder;
@@ -164,7 +164,7 @@ export abstract class GroupLock {
     } finally {
       const held = new Set(taken?.holding.held);
       this.locks.forEach((lock, i) => {
-        if (!held.has(i)) steps.abandon(lock, ctxs[i]!);
+        if (!held.has(i)) steps.abandon(lock, ctxs[i]);
       });
     }
   }

@@ -53,13 +53,13 @@ export function contextsOf(locks: readonly RLock[]): LockContext[] {
  * (an empty array when every release went through).
  */
 export async function releaseMembers(locks: readonly RLock[], ctxs: readonly LockContext[], indexes: readonly number[]): Promise<unknown[]> {
-  const results = await Promise.allSettled(indexes.map((i) => steps.release(locks[i]!, ctxs[i]!)));
-  return results.flatMap((r) => (r.status === 'rejected' ? [r.reason] : []));
+  const results = await Promise.allSettled(indexes.map((i) => steps.release(locks[i], ctxs[i])));
+  return results.flatMap((r): unknown[] => (r.status === 'rejected' ? [r.reason as unknown] : []));
 }
 
 /** The errors among settled results (`undefined` entries: still pending). */
 export function failures(results: ReadonlyArray<PromiseSettledResult<unknown> | undefined>): unknown[] {
-  return results.flatMap((r) => (r?.status === 'rejected' ? [r.reason] : []));
+  return results.flatMap((r): unknown[] => (r?.status === 'rejected' ? [r.reason as unknown] : []));
 }
 
 /**
@@ -79,7 +79,7 @@ export function settleWithin<T>(promises: ReadonlyArray<Promise<T>>, ms: number)
       clearTimeout(timer);
       resolve(results);
     };
-    promises.forEach((p, i) => p.then((value) => settle(i, { status: 'fulfilled', value }), (reason: unknown) => settle(i, { status: 'rejected', reason })));
+    promises.forEach((p, i) => void p.then((value) => settle(i, { status: 'fulfilled', value }), (reason: unknown) => settle(i, { status: 'rejected', reason })));
   });
 }
 
@@ -110,7 +110,7 @@ export function groupHandle(options: {
 }): LockHandle {
   const { name, locks, ctxs, holding, leaseMs, quorum } = options;
   const controller = new AbortController();
-  const members = holding.held.map((i) => steps.handle(locks[i]!, ctxs[i]!, holding.grants[i]!, leaseMs));
+  const members = holding.held.map((i) => steps.handle(locks[i], ctxs[i], holding.grants[i]!, leaseMs));
   let lost = 0;
   const onMemberLost = (event: Event): void => {
     lost++;

@@ -130,7 +130,7 @@ export class MultiLock extends GroupLock {
     signal?.throwIfAborted();
     try {
       if (blocker >= 0) {
-        const grant = await steps.acquire(locks[blocker]!, ctxs[blocker]!, remaining(), phaseLease, signal);
+        const grant = await steps.acquire(locks[blocker], ctxs[blocker], remaining(), phaseLease, signal);
         if (!grant) return { timedOut: true };
         grants[blocker] = grant;
         held.push(blocker);
@@ -138,7 +138,7 @@ export class MultiLock extends GroupLock {
       for (let i = 0; i < locks.length && failed < 0; i++) {
         if (i === blocker) continue;
         try {
-          grants[i] = await steps.acquire(locks[i]!, ctxs[i]!, 0, phaseLease, signal);
+          grants[i] = await steps.acquire(locks[i], ctxs[i], 0, phaseLease, signal);
         } catch (e) {
           if (!(e instanceof RedisUnavailableError)) throw e;
           error = e;
@@ -163,9 +163,9 @@ export class MultiLock extends GroupLock {
    * longer held or could not be reached.
    */
   private async finalLease(ctxs: LockContext[], held: number[], grants: Array<Grant | undefined>, leaseMs: number): Promise<[number, unknown]> {
-    const results = await Promise.allSettled(held.map((i) => steps.setLease(this.locks[i]!, ctxs[i]!, leaseMs)));
+    const results = await Promise.allSettled(held.map((i) => steps.setLease(this.locks[i], ctxs[i], leaseMs)));
     for (const [k, result] of results.entries()) {
-      const i = held[k]!;
+      const i = held[k];
       if (result.status === 'fulfilled' && result.value !== undefined) {
         grants[i] = { sentAt: result.value, token: grants[i]!.token };
         continue;

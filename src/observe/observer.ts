@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import { IllegalMonitorStateError } from '../errors.js';
-import type { Attempt } from '../pubsub/wait.js';
+import type { Attempt } from '../pubsub/attempt.js';
 import type { Executor } from '../redis/executor.js';
 import { monotonic } from '../time.js';
 import type { LockLostEvent, Watchdog } from '../watchdog/watchdog.js';

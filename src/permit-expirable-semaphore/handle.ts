@@ -37,7 +37,7 @@ export class PermitHandle implements AsyncDisposable {
 
   /** The id of the first (usually only) permit. */
   get id(): string {
-    return this.ids[0]!;
+    return this.ids[0];
   }
 
   /**

@@ -424,18 +424,18 @@ export class RPermitExpirableSemaphore {
 
 /** A release or lease-change reply: the positions (from 1) of the ids not held, or a count when all were. */
 function notHeld(ids: readonly string[], reply: unknown): string[] {
-  return Array.isArray(reply) ? reply.map((position) => ids[Number(position) - 1]!) : [];
+  return Array.isArray(reply) ? reply.map((position) => ids[Number(position) - 1]) : [];
 }
 
 /** One id or a list of them: non-empty strings, at least one, no repeats. */
 function idList(ids: string | readonly string[]): readonly string[] {
-  const list = typeof ids === 'string' ? [ids] : ids;
+  const list: readonly unknown[] = typeof ids === 'string' ? [ids] : ids;
   if (!Array.isArray(list) || list.length === 0) throw new InvalidArgumentError('ids', 'give a permit id or a non-empty array of permit ids');
   for (const id of list) {
     if (typeof id !== 'string' || id.length === 0) throw new InvalidArgumentError('ids', `permit ids are non-empty strings; got ${typeof id === 'string' ? 'an empty string' : typeof id}`);
   }
   if (new Set(list).size !== list.length) throw new InvalidArgumentError('ids', 'the same permit id is given twice');
-  return list;
+  return list as readonly string[];
 }
 
 /** A lease for `updateLeaseTime`: positive (the watchdog cannot be chosen here). */

@@ -112,7 +112,7 @@ export class Channel {
       }
       signal?.addEventListener('abort', onAbort, { once: true });
       let i = this.parked.length;
-      while (i > 0 && this.parked[i - 1]!.place.order > place.order) i--;
+      while (i > 0 && this.parked[i - 1].place.order > place.order) i--;
       this.parked.splice(i, 0, waiter);
     });
   }
@@ -123,7 +123,7 @@ export class Channel {
    */
   wake(budget: number): void {
     let left = budget;
-    while (this.parked.length > 0 && this.parked[0]!.place.need <= left) {
+    while (this.parked.length > 0 && this.parked[0].place.need <= left) {
       const waiter = this.parked.shift()!;
       left -= waiter.place.need;
       waiter.resolve('message');

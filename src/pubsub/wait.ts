@@ -4,11 +4,8 @@ import { cutAtDeadline } from '../redis/failures.js';
 import { monotonic } from '../time.js';
 import type { Channels, WakeRule } from './channels.js';
 
-/** The outcome of one acquisition attempt. */
-export type Attempt<T> =
-  | { readonly acquired: true; readonly value: T }
-  /** `retryAfterMs`: when a retry can succeed without a message (the holder's PTTL, a permit's expiry), or -1 when unknown. */
-  | { readonly acquired: false; readonly retryAfterMs: number };
+export type { Attempt } from './attempt.js';
+import type { Attempt } from './attempt.js';
 
 export interface WaitOptions<T> {
   channels: Channels;

@@ -104,7 +104,7 @@ export class RedLock extends GroupLock {
     const errors = failures(results);
     for (const err of errors) if (!(err instanceof IllegalMonitorStateError)) this.core.log.debug({ redLock: this.name, err }, 'RedLock node release failed; ignored');
     if (errors.length === releases.length && errors.every((e) => e instanceof IllegalMonitorStateError)) {
-      const first = errors[0] as IllegalMonitorStateError;
+      const first = errors[0];
       throw new IllegalMonitorStateError(this.name, first.owner, 'no node holds it');
     }
   }
@@ -179,7 +179,7 @@ export class RedLock extends GroupLock {
     const onAbort = (): void => nodes.abort(signal!.reason);
     signal?.addEventListener('abort', onAbort, { once: true });
     const start = monotonic();
-    const attempts = locks.map((lock, i) => steps.acquire(lock, ctxs[i]!, 0, leaseMs, nodes.signal));
+    const attempts = locks.map((lock, i) => steps.acquire(lock, ctxs[i], 0, leaseMs, nodes.signal));
     const impossible = await decided(attempts, this.quorum, start, timeout);
     const validUntil = start + lease - (DRIFT_FACTOR * lease + DRIFT_MS);
     signal?.removeEventListener('abort', onAbort);

@@ -2,7 +2,14 @@ import { createHash } from 'node:crypto';
 import { PermissionError } from '../errors.js';
 import type { Connection } from './connection.js';
 import { deniedBy } from './failures.js';
-import type { Script } from './script.js';
+
+/** What the library needs of a `Script` (script.ts): its name, Lua source, SHA1 and whether it only reads. */
+export interface LibraryScript {
+  readonly name: string;
+  readonly source: string;
+  readonly sha: string;
+  readonly readOnly?: boolean;
+}
 
 /**
  * relock's scripts as one Redis Functions library (Redis 7+), for `scripting: 'functions'`: every script
@@ -25,14 +32,14 @@ export interface FunctionsLibrary {
 }
 
 interface Built extends FunctionsLibrary {
-  readonly functions: Map<Script, string>;
+  readonly functions: Map<LibraryScript, string>;
 }
 
-const scripts: Script[] = [];
+const scripts: LibraryScript[] = [];
 let built: Built | undefined;
 
 /** Adds `script` to the library (the library is rebuilt, under a new name, on its next use). */
-export function register(script: Script): void {
+export function register(script: LibraryScript): void {
   scripts.push(script);
   built = undefined;
 }
@@ -52,7 +59,7 @@ function build(): Built {
   const ordered = [...scripts].sort((a, b) => (a.name + a.sha < b.name + b.sha ? -1 : 1));
   const hash = createHash('sha1').update(ordered.map((s) => `${s.name}:${s.sha}`).join('\n')).digest('hex').slice(0, 16);
   const name = `relock_${hash}`;
-  const functions = new Map<Script, string>();
+  const functions = new Map<LibraryScript, string>();
   const taken = new Set<string>();
   const parts = [`#!lua name=${name}`];
   ordered.forEach((script, i) => {
@@ -77,7 +84,7 @@ const LOADED = /^ERR Library '[^']*' already exists/;
  * the library first when the node does not have it. Replies are raw. Throws `PermissionError` when the
  * ACL refuses the call or the load, and Redis's error for anything else.
  */
-export async function callFunction(connection: Connection, script: Script, keys: readonly string[], args: readonly string[]): Promise<unknown> {
+export async function callFunction(connection: Connection, script: LibraryScript, keys: readonly string[], args: readonly string[]): Promise<unknown> {
   const library = build();
   const verb = script.readOnly ? 'FCALL_RO' : 'FCALL';
   const command = [verb, library.functions.get(script)!, String(keys.length), ...keys, ...args];

@@ -64,7 +64,7 @@ export async function runObjectScript(
 ): Promise<unknown> {
   const { connection, executor, latches } = core;
   core.checkOpen();
-  const latch = script.replay ? latches.next(latches.prefix(keys[0]!)) : undefined;
+  const latch = script.replay ? latches.next(latches.prefix(keys[0])) : undefined;
   const allKeys = latch === undefined ? keys : [...keys, latch];
   const { onSend, ...runOptions } = options;
   try {

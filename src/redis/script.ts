@@ -63,7 +63,7 @@ export class Script {
         return await connection.send(keys[0], command);
       }
     } catch (error) {
-      const denied = deniedBy(error, command[0]!.toLowerCase());
+      const denied = deniedBy(error, command[0].toLowerCase());
       if (scripting?.auto && denied?.permission === 'command' && (denied.command === 'evalsha' || denied.command === 'eval')) {
         if (!scripting.functions) {
           scripting.functions = true;
@@ -71,7 +71,7 @@ export class Script {
         }
         return callFunction(connection, this, keys, args);
       }
-      throw refusal(error, this.name, command[0]!);
+      throw refusal(error, this.name, command[0]);
     }
   }
 }

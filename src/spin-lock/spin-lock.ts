@@ -10,7 +10,7 @@ import { monotonic } from '../time.js';
  * milliseconds; the defaults are Redisson's `ExponentialBackOff` (1 ms, ×2, at most 128 ms). For
  * Redisson's `ConstantBackOff(64)` give `{ initialDelay: 64, maxDelay: 64 }`.
  */
-export interface SpinLockOptions extends BackoffOptions {}
+export type SpinLockOptions = BackoffOptions;
 
 /**
  * A reentrant lock that waits by polling instead of pub/sub (Redisson's `RSpinLock`): for Redis-compatible

@@ -371,7 +371,7 @@ export class Watchdog {
   }
 
   private async renew(batch: Renewal[]): Promise<void> {
-    const kind = batch[0]!.kind;
+    const kind = batch[0].kind;
     const keys: string[] = [];
     const args: string[] = [String(this.leaseMs)];
     let earliestDeadline = Infinity;
@@ -394,7 +394,7 @@ export class Watchdog {
     if (this.stopped) return;
     const now = monotonic();
     if (failure !== undefined) {
-      this.log.warn({ holds: batch.length, first: batch[0]!.name, err: failure, kind: classify(failure) }, 'lock renewal failed; retrying');
+      this.log.warn({ holds: batch.length, first: batch[0].name, err: failure, kind: classify(failure) }, 'lock renewal failed; retrying');
     }
     let renewed = 0;
     let gone = 0;

@@ -29,8 +29,8 @@ export async function floorAdapter(client: RawClient, impl: 'floor' | 'floor-gli
     mutex(name) {
       const token = `floor-${tokens++}`;
       return {
-        acquire: async () => Number(await redis.sendCommand(['EVALSHA', acquireSha!, '1', name, token, '30000'])) === 1,
-        release: async () => void (await redis.sendCommand(['EVALSHA', releaseSha!, '1', name, token])),
+        acquire: async () => Number(await redis.sendCommand(['EVALSHA', acquireSha, '1', name, token, '30000'])) === 1,
+        release: async () => void (await redis.sendCommand(['EVALSHA', releaseSha, '1', name, token])),
       };
     },
     close: async () => {},

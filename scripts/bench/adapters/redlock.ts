@@ -3,13 +3,6 @@ import type { Redis } from 'ioredis';
 import Redlock, { ExecutionError } from 'redlock';
 import type { Adapter, AdapterOptions, Impl } from './types.js';
 
-/** What both redlock packages offer (the sesamecare one is a TypeScript fork of redlock 5). */
-interface RedlockLike {
-  acquire(resources: string[], duration: number): Promise<{ release(): Promise<unknown> }>;
-  using<T>(resources: string[], duration: number, routine: (signal: AbortSignal) => Promise<T>): Promise<T>;
-  quit(): Promise<void>;
-}
-
 /** redlock has no default lease; the benchmark gives it relock's (`lockWatchdogTimeout`, 30 s). */
 const DEFAULT_LEASE_MS = 30_000;
 
@@ -22,7 +15,7 @@ const TUNED = { retryDelay: 2, retryJitter: 2, retryCount: 2500 };
  * `using`, which extends the lock 500 ms before it expires.
  */
 export function redlockAdapter(impl: Extract<Impl, 'redlock' | 'redlock-tuned' | 'sesamecare-redlock'>, redis: Redis, options: AdapterOptions): Adapter {
-  const redlock = (impl === 'sesamecare-redlock' ? new SesameRedlock([redis]) : new Redlock([redis], impl === 'redlock-tuned' ? TUNED : {})) as unknown as RedlockLike;
+  const redlock = impl === 'sesamecare-redlock' ? new SesameRedlock([redis]) : new Redlock([redis], impl === 'redlock-tuned' ? TUNED : {});
   const gaveUp = (error: unknown): boolean => error instanceof ExecutionError || error instanceof SesameExecutionError;
   const lease = options.leaseMs ?? DEFAULT_LEASE_MS;
   return {

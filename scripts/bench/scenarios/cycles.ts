@@ -17,7 +17,7 @@ export async function runCycles(ctx: BenchContext, label: string, tasks: number)
     const latency = new Latencies();
     let cycles = 0;
     const result = await closedLoop(ctx, adapter, warmMs, measureMs, tasks, async (task, window) => {
-      const mutex = mutexes[task]!;
+      const mutex = mutexes[task];
       const started = now();
       if ((await acquireUntilGranted(mutex)) > 0) throw new Error(`${adapter.impl}: a free lock was refused`);
       await mutex.release();

@@ -20,7 +20,7 @@ export async function holdingLoop(ctx: BenchContext, adapter: Adapter, spec: Hol
   const wait = new Latencies();
   let gaveUp = 0;
   const result = await closedLoop(ctx, adapter, spec.warmMs, spec.measureMs, spec.mutexes.length, async (task, window) => {
-    const mutex = spec.mutexes[task]!;
+    const mutex = spec.mutexes[task];
     const started = now();
     const refused = await acquireUntilGranted(mutex);
     const granted = now();

@@ -24,7 +24,7 @@ export const semaphore: Scenario = {
     { figure: 'redisCommandsPerAcquire', heading: 'requests/acquire', decimals: 2 },
   ],
   async run(ctx) {
-    const withSemaphore = ctx.adapters.filter((a) => a.semaphore);
+    const withSemaphore = ctx.adapters.filter((a) => a.semaphore !== undefined);
     const skipped: Row[] = ctx.adapters.filter((a) => !a.semaphore && a.semaphoreMissing).map((a) => ({ impl: a.impl, figures: {}, skipped: a.semaphoreMissing! }));
     const measured = await inRounds(ctx, withSemaphore, ctx.quick ? 2 : 3, 's6', async (adapter, round): Promise<Figures> => {
       const shared = adapter.semaphore!(`bench:${ctx.runId}:s6:${adapter.impl}:${round}`, PERMITS);

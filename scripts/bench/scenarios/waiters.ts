@@ -51,8 +51,8 @@ async function once(ctx: BenchContext, impl: Impl, key: string): Promise<Figures
     const after = await ctx.probe.commandStats();
     const to = epochNow();
 
-    children[0]!.send({ type: 'stall', ms: stallMs });
-    await children[0]!.next('stalling', 30_000);
+    children[0].send({ type: 'stall', ms: stallMs });
+    await children[0].next('stalling', 30_000);
     await sleep(100);
     const stallStart = performance.now();
     const stallBefore = await ctx.probe.commandStats();
@@ -66,9 +66,9 @@ async function once(ctx: BenchContext, impl: Impl, key: string): Promise<Figures
     const handoff = new Latencies();
     let overlaps = 0;
     for (let i = 1; i < holds.length; i++) {
-      const [began] = holds[i]!;
+      const [began] = holds[i];
       if (began < from) continue;
-      const gap = began - holds[i - 1]![1];
+      const gap = began - holds[i - 1][1];
       // Clocks of different processes agree to well under 0.1 ms; more than that before the previous release began is two holders at once.
       if (gap < -0.1) overlaps++;
       else handoff.record(Math.max(gap, 0.001));

@@ -45,7 +45,7 @@ export function checkExclusion(all: readonly Section[], causes: Causes, capacity
   const open: Section[] = [];
   let maxOccupancy = 0;
   for (const s of all) {
-    for (let i = open.length - 1; i >= 0; i--) if (open[i]!.end <= s.start) open.splice(i, 1);
+    for (let i = open.length - 1; i >= 0; i--) if (open[i].end <= s.start) open.splice(i, 1);
     const rivals = s.mode === 'r' ? open.filter((o) => o.mode === 'w') : open;
     const excess = [...rivals].sort((a, b) => a.end - b.end).slice(0, Math.max(0, rivals.length - capacity + 1));
     for (const holder of excess) {

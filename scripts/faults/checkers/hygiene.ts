@@ -38,9 +38,9 @@ export const leakCount = (f: HygieneFacts): number =>
 
 /** Subscribers of relock's channels (`PUBSUB CHANNELS relock:*` then `PUBSUB NUMSUB`). */
 export async function relockSubscribers(redis: Redis): Promise<number> {
-  const channels = (await redis.sendCommand(['PUBSUB', 'CHANNELS', 'relock:*'])) as string[];
+  const channels = await redis.sendCommand<string[]>(['PUBSUB', 'CHANNELS', 'relock:*']);
   if (channels.length === 0) return 0;
-  const reply = (await redis.sendCommand(['PUBSUB', 'NUMSUB', ...channels])) as Array<string | number>;
+  const reply = await redis.sendCommand<Array<string | number>>(['PUBSUB', 'NUMSUB', ...channels]);
   let total = 0;
   for (let i = 1; i < reply.length; i += 2) total += Number(reply[i]);
   return total;

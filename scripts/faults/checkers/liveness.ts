@@ -50,7 +50,7 @@ export function checkLiveness(events: readonly WorkerEvent[], nemesis: readonly 
     let hi = times.length;
     while (lo < hi) {
       const mid = (lo + hi) >> 1;
-      if (times[mid]! <= t) lo = mid + 1;
+      if (times[mid] <= t) lo = mid + 1;
       else hi = mid;
     }
     return lo;
@@ -60,12 +60,12 @@ export function checkLiveness(events: readonly WorkerEvent[], nemesis: readonly 
   let slow = 0;
   for (const n of nemesis.filter(measuresRecovery)) {
     let i = after(n.t0);
-    while (i < enters.length && ((n.w !== undefined && enters[i]!.w === n.w) || !full(enters[i]!))) i++;
+    while (i < enters.length && ((n.w !== undefined && enters[i].w === n.w) || !full(enters[i]))) i++;
     if (i >= enters.length) {
       unrecovered++;
       continue;
     }
-    const ms = enters[i]!.t - n.t0;
+    const ms = enters[i].t - n.t0;
     recoveries.push(ms);
     if (ms > n.t1 - n.t0 + leaseMs + RECOVERY_SLACK_MS) slow++;
   }
@@ -73,7 +73,7 @@ export function checkLiveness(events: readonly WorkerEvent[], nemesis: readonly 
   for (const e of events) {
     if (e.ev !== 'exit' || e.reason !== 'done') continue;
     const i = after(e.t);
-    if (i < enters.length) handoffs.push(enters[i]!.t - e.t);
+    if (i < enters.length) handoffs.push(enters[i].t - e.t);
   }
   const waits = events.flatMap((e) => (e.ev === 'enter' ? [e.waitMs] : []));
   return {

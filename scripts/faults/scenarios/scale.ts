@@ -49,7 +49,7 @@ export const manyWaiters: Scenario = {
     result.extra.waiters = entries.size;
     result.extra.waitersThatNeverEntered = [...entries.values()].filter((n) => n === 0).length;
     const enters = history.events.filter((e) => e.ev === 'enter');
-    const spanS = enters.length > 1 ? (enters.at(-1)!.t - enters[0]!.t) / 1000 : 0;
+    const spanS = enters.length > 1 ? (enters.at(-1)!.t - enters[0].t) / 1000 : 0;
     result.extra.sectionsPerSecond = spanS > 0 ? Math.round(enters.length / spanS) : 0;
     result.extra.scriptCallsPerSection = spanS > 0 ? Math.round(Number(result.extra.scriptCallsPerSecond) / (enters.length / spanS)) : null;
     const starved = Number(result.extra.waitersThatNeverEntered);
@@ -64,7 +64,7 @@ export const manyLocks: Scenario = {
   setup: (quick) => ({ workers: 1, mode: 'many', leaseMs: quick ? 1500 : 6000, count: quick ? 10_000 : 100_000, holdMs: quick ? 4000 : 20_000, concurrency: 500 }),
   async nemesis(ctx: RunContext) {
     const [w] = ctx.workerIds();
-    const held = await ctx.message(w!, 'held', 300_000);
+    const held = await ctx.message(w, 'held', 300_000);
     const holdStarted = performance.now();
     let minPttl = Infinity;
     const sample = async (): Promise<void> => {
@@ -72,7 +72,7 @@ export const manyLocks: Scenario = {
       const keys = Array.from({ length: 20 }, () => `${ctx.lockKey}:${Math.floor(Math.random() * count)}`);
       for (const ttl of await Promise.all(keys.map((k) => ctx.admin.pTTL(k)))) if (ttl >= 0) minPttl = Math.min(minPttl, ttl);
     };
-    const released = ctx.message(w!, 'released', 600_000);
+    const released = ctx.message(w, 'released', 600_000);
     let done = false;
     void released.finally(() => (done = true));
     while (!done && performance.now() - holdStarted < 600_000) {

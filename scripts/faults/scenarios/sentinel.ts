@@ -34,7 +34,7 @@ const B_WAIT_MS = 10_000;
 interface Outcome {
   sync: boolean;
   /** A's acquire: granted, or the error's name. */
-  a: 'granted' | string;
+  a: string;
   /** B was granted the lock while A's handle had not been told it was lost. */
   doubleGrant: boolean;
   /** From B's grant to A being told (a double grant's length). */

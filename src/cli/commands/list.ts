@@ -147,7 +147,7 @@ function dropShadows(objects: Listed[]): Listed[] {
   return objects.filter((o) => {
     if (o.exists) return true;
     const braced = /^\{([^{}]+)\}$/.exec(o.name);
-    if (braced) return !byName.has(braced[1]!);
+    if (braced) return !byName.has(braced[1]);
     return !byName.get(`{${o.name}}`)?.exists;
   });
 }

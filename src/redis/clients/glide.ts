@@ -267,7 +267,7 @@ export function glideError(error: unknown): unknown {
   if (kind === 'TimeoutError') return Object.assign(new ResponseTimeoutError(0), { message: `no reply from Redis within the GLIDE client's requestTimeout (${e.message})`, cause: e });
   if (kind !== 'RequestError') return e;
   const signalled = SIGNALLED.exec(e.message);
-  const coded = signalled ? [REPLY_CODES[signalled[1]!] ?? signalled[1]!, signalled[2]!] : CODED.exec(e.message)?.slice(1);
+  const coded = signalled ? [REPLY_CODES[signalled[1]] ?? signalled[1], signalled[2]] : CODED.exec(e.message)?.slice(1);
   if (coded) e.message = `${coded[0]} ${coded[1]}`;
   return e;
 }

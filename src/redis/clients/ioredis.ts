@@ -96,7 +96,7 @@ export const ioredis: ClientAdapter = {
 
 /** `call` with relock's raw arguments: the command name as relock spells it (no ioredis reply or argument transformer applies). */
 const call = (client: { call(command: string, ...args: string[]): Promise<unknown> }, args: readonly string[]): Promise<unknown> =>
-  client.call(args[0]!, ...args.slice(1));
+  client.call(args[0], ...args.slice(1));
 
 /** A subscriber connection relock owns: a `duplicate()` that connects now, queues until then and re-subscribes after reconnects. */
 function subscriberOf(node: IoRedis, onError: ErrorSink, reconnected: Notifier): IoRedis {

@@ -111,7 +111,7 @@ export type CreateClient = (options: { url: string; disableOfflineQueue: boolean
 /** A connection over a node-redis client relock creates for `url` (offline queue off) and closes itself. */
 export function nodeRedisUrlConnection(createClient: CreateClient, url: string, onError: ErrorSink): Connection {
   const client = outsideContexts(() =>
-    (createClient({ url, disableOfflineQueue: true }) as unknown as StandaloneClient).on('error', (e) => onError(e, 'command')),
+    (createClient({ url, disableOfflineQueue: true }) as StandaloneClient).on('error', (e) => onError(e, 'command')),
   ) as StandaloneClient;
   return standaloneConnection(client, true, onError);
 }
@@ -171,7 +171,7 @@ function standaloneConnection(client: StandaloneClient, owned: boolean, onError:
     async close() {
       client.off?.('ready', onCommandReady);
       const toClose = owned ? [subscriber, client] : [subscriber];
-      await Promise.all(toClose.map((c) => (c ? closeClient(c) : undefined)));
+      await Promise.all(toClose.map((c) => (c ? closeClient(c) : Promise.resolve())));
     },
   };
 }
@@ -196,7 +196,7 @@ function clusterConnection(cluster: ClusterClient): Connection {
     subscribe: async (channel, listener) => void (await cluster.sSubscribe!(channel, listener)),
     unsubscribe: async (channel, listener) => void (await cluster.sUnsubscribe!(channel, listener)),
     onReconnected: reconnected.add,
-    close: async () => void cluster.off?.('node-ready', reconnected.notify),
+    close: () => Promise.resolve(void cluster.off?.('node-ready', reconnected.notify)),
   };
 }
 
@@ -218,7 +218,7 @@ function sentinelConnection(sentinel: SentinelClient): Connection {
     subscribe: async (channel, listener) => void (await sentinel.subscribe(channel, listener)),
     unsubscribe: async (channel, listener) => void (await sentinel.unsubscribe(channel, listener)),
     onReconnected: reconnected.add,
-    close: async () => void sentinel.off?.('topology-change', reconnected.notify),
+    close: () => Promise.resolve(void sentinel.off?.('topology-change', reconnected.notify)),
   };
 }
 

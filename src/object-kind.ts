@@ -1,0 +1,20 @@
+// The names of relock's object kinds: a leaf module (errors.ts names them too, and kinds.ts needs errors.ts).
+
+/**
+ * The kinds of relock object, as `WrongTypeError` and the `relock` command name them. A name serves one
+ * kind at a time: every script that takes or changes an object first checks that its key is free or
+ * belongs to its own kind, and otherwise fails with `WrongTypeError` without writing anything (two kinds
+ * on one name would hand out two holders: an `RLock`'s hash looks free to a read-write lock).
+ *
+ * How a script tells the kinds apart: first by the Redis type of the main key `keyPrefix + name` (a
+ * semaphore keeps a string, an expirable semaphore a sorted set, every other kind a hash), through the
+ * first command it runs on the key, which Redis fails with WRONGTYPE on another type before anything is
+ * written; then, for hashes, by the `kind` field every relock hash carries (`lock`, `spin-lock`,
+ * `fenced-lock`, `fair-lock`, `count-down-latch`), except the read-write lock's, which its `mode` field
+ * marks. The field is written with the first hold (in the same `HSET`) and read together with the owner's
+ * hold count (`HMGET`), so the check adds no command to an acquisition.
+ */
+export type ObjectKind = 'lock' | 'spin-lock' | 'fenced-lock' | 'fair-lock' | 'read-write-lock' | 'semaphore' | 'expirable-semaphore' | 'count-down-latch';
+
+/** Every `ObjectKind`. */
+export const OBJECT_KINDS: readonly ObjectKind[] = Object.freeze(['lock', 'spin-lock', 'fenced-lock', 'fair-lock', 'read-write-lock', 'semaphore', 'expirable-semaphore', 'count-down-latch']);
