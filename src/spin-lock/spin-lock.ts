@@ -10,7 +10,8 @@ import { monotonic } from '../time.js';
  * milliseconds; the defaults are Redisson's `ExponentialBackOff` (1 ms, ×2, at most 128 ms). For
  * Redisson's `ConstantBackOff(64)` give `{ initialDelay: 64, maxDelay: 64 }`.
  */
-export type SpinLockOptions = BackoffOptions;
+// eslint-disable-next-line @typescript-eslint/no-empty-object-type -- a name of its own, documented in the API reference
+export interface SpinLockOptions extends BackoffOptions {}
 
 /**
  * A reentrant lock that waits by polling instead of pub/sub (Redisson's `RSpinLock`): for Redis-compatible
