@@ -24,6 +24,31 @@ import { useScripting, type ScriptingMode } from './redis/script.js';
 import { Watchdog, type LockLostEvent } from './watchdog/watchdog.js';
 import { Observer } from './observe/observer.js';
 import type { OtelOptions } from './observe/options.js';
+import type { KindDescriptor } from './descriptor.js';
+import { LOCK_DESCRIPTOR } from './lock/descriptor.js';
+import { SPIN_LOCK_DESCRIPTOR } from './spin-lock/descriptor.js';
+import { FENCED_LOCK_DESCRIPTOR } from './fenced-lock/descriptor.js';
+import { FAIR_LOCK_DESCRIPTOR } from './fair-lock/descriptor.js';
+import { READ_WRITE_LOCK_DESCRIPTOR } from './read-write-lock/descriptor.js';
+import { SEMAPHORE_DESCRIPTOR } from './semaphore/descriptor.js';
+import { PERMIT_EXPIRABLE_SEMAPHORE_DESCRIPTOR } from './permit-expirable-semaphore/descriptor.js';
+import { COUNT_DOWN_LATCH_DESCRIPTOR } from './count-down-latch/descriptor.js';
+
+/**
+ * Every kind of object relock keeps in Redis, one descriptor per primitive folder, in the order the
+ * `relock` command lists them. The kind check (`WrongTypeError`), `isExists`/`delete`/`expire` and the
+ * CLI read the kinds from here; a new primitive adds its descriptor to this list.
+ */
+export const OBJECT_DESCRIPTORS: readonly KindDescriptor[] = Object.freeze([
+  LOCK_DESCRIPTOR,
+  SPIN_LOCK_DESCRIPTOR,
+  FENCED_LOCK_DESCRIPTOR,
+  FAIR_LOCK_DESCRIPTOR,
+  READ_WRITE_LOCK_DESCRIPTOR,
+  SEMAPHORE_DESCRIPTOR,
+  PERMIT_EXPIRABLE_SEMAPHORE_DESCRIPTOR,
+  COUNT_DOWN_LATCH_DESCRIPTOR,
+]);
 
 /**
  * A node-redis client (v5 or v6): `createClient()` (connected), `createCluster()` or `createSentinel()`.
@@ -157,7 +182,7 @@ export class LockClient extends EventEmitter<LockClientEvents> {
     const keyPrefix = options.keyPrefix ?? connection.clientKeyPrefix ?? '';
     if (options.keyPrefix === undefined) checkKeyPrefix(keyPrefix);
     useScripting(connection, o.scripting, log);
-    const executor = new Executor(connection, o.retry, o.responseTimeout, log);
+    const executor = new Executor(connection, o.retry, o.responseTimeout, log, OBJECT_DESCRIPTORS);
     const clustered = connection.topology === 'cluster';
     const latchTtl = Math.ceil((o.responseTimeout + 2 * o.retry.maxTimeout) * (o.retry.retries + 1));
     const observe = new Observer(options.otel ?? {}, log);
@@ -182,6 +207,7 @@ export class LockClient extends EventEmitter<LockClientEvents> {
         if (this.closed) throw new ClientClosedError();
       },
       closing: this.closing.signal,
+      kinds: OBJECT_DESCRIPTORS,
     };
     connection.onReconnected(() => this.core.watchdog.renewAllNow());
     observe.count(executor, this.core.watchdog);
@@ -358,6 +384,11 @@ export class LockClient extends EventEmitter<LockClientEvents> {
     })();
     return this.shutdownPromise;
   }
+}
+
+/** The `Core` of `client`: the `relock` command opens objects through their descriptors with it. */
+export function coreOf(client: LockClient): Core {
+  return client['core'];
 }
 
 /**
