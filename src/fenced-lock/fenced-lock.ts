@@ -1,6 +1,6 @@
 import type { Core } from '../core.js';
 import { auxName } from '../keys.js';
-import { requireUnit, RLock, tryLockTimes, type AcquireResult } from '../lock/lock.js';
+import { requireLockUnit, RLock, tryLockTimes, type AcquireResult } from '../lock/lock.js';
 import { leaseMillis, type TimeUnit } from '../time.js';
 import { FENCED_ACQUIRE } from './scripts.js';
 
@@ -37,7 +37,7 @@ export class FencedLock extends RLock {
    * `leaseTime` (honoured, unlike Redisson's synchronous variant). Throws as `RLock.lock`.
    */
   async lockAndGetToken(leaseTime?: number, unit?: TimeUnit): Promise<bigint> {
-    const lease = leaseTime === undefined ? undefined : leaseMillis(leaseTime, requireUnit(unit));
+    const lease = leaseTime === undefined ? undefined : leaseMillis(leaseTime, requireLockUnit(unit));
     const taken = await this.acquireForCaller(Infinity, lease, undefined);
     return taken!.grant.token!;
   }

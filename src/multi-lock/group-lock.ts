@@ -3,7 +3,7 @@ import type { Core } from '../core.js';
 import type { MetricKind } from '../observe/kinds.js';
 import { LockAcquireTimeoutError } from '../errors.js';
 import type { LockHandle } from '../lock/handle.js';
-import { memberSteps as steps, requireUnit, tryLockTimes, type AcquireOptions, type RLock } from '../lock/lock.js';
+import { memberSteps as steps, requireLockUnit, tryLockTimes, type AcquireOptions, type RLock } from '../lock/lock.js';
 import { checkOptions, leaseMillis, optionLease, optionWait, type TimeUnit } from '../time.js';
 import { checkMembers, contextsOf, groupHandle, groupName, type Holding } from './members.js';
 
@@ -63,7 +63,7 @@ export abstract class GroupLock {
    * `RedisUnavailableError`, `ClientClosedError` (see the class for when).
    */
   async lock(leaseTime?: number, unit?: TimeUnit): Promise<void> {
-    const lease = leaseTime === undefined ? undefined : leaseMillis(leaseTime, requireUnit(unit));
+    const lease = leaseTime === undefined ? undefined : leaseMillis(leaseTime, requireLockUnit(unit));
     const ctxs = contextsOf(this.locks);
     this.remember(ctxs, await this.takeAs(ctxs, Infinity, lease, undefined));
   }
