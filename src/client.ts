@@ -4,11 +4,11 @@ import { randomId, runInContext } from './context.js';
 import type { Core } from './core.js';
 import { ClientClosedError, InvalidArgumentError } from './errors.js';
 import { mainKey } from './keys.js';
-import { FencedLock } from './fenced-lock/fenced-lock.js';
+import { RFencedLock } from './fenced-lock/fenced-lock.js';
 import { RLock, type AcquireOptions } from './lock/lock.js';
-import { MultiLock } from './multi-lock/multi-lock.js';
-import { RedLock } from './red-lock/red-lock.js';
-import { SpinLock, type SpinLockOptions } from './spin-lock/spin-lock.js';
+import { RMultiLock } from './multi-lock/multi-lock.js';
+import { RRedLock } from './red-lock/red-lock.js';
+import { RSpinLock, type SpinLockOptions } from './spin-lock/spin-lock.js';
 import { RCountDownLatch } from './count-down-latch/latch.js';
 import { RPermitExpirableSemaphore } from './permit-expirable-semaphore/semaphore.js';
 import { RSemaphore } from './semaphore/semaphore.js';
@@ -225,42 +225,42 @@ export class LockClient extends EventEmitter<LockClientEvents> {
 
   /**
    * A reentrant lock that returns a fencing token with every acquisition (Redisson's `getFencedLock`);
-   * see `FencedLock`. Each call returns a new object. Throws as `getLock`.
+   * see `RFencedLock`. Each call returns a new object. Throws as `getLock`.
    */
-  getFencedLock(name: string): FencedLock {
-    return new FencedLock(this.core, name);
+  getFencedLock(name: string): RFencedLock {
+    return new RFencedLock(this.core, name);
   }
 
   /**
    * A reentrant lock that waits by polling with exponential backoff instead of pub/sub (Redisson's
    * `getSpinLock`): the `RLock` hash, scripts and watchdog, no subscription, and unlocks that publish
-   * nothing; see `SpinLock`. `options` (ms): `initialDelay` (default 1), `maxDelay` (default 128),
+   * nothing; see `RSpinLock`. `options` (ms): `initialDelay` (default 1), `maxDelay` (default 128),
    * `multiplier` (default 2). Each call returns a new object. Throws as `getLock`, and
    * `InvalidArgumentError` naming a bad option.
    */
-  getSpinLock(name: string, options?: SpinLockOptions): SpinLock {
-    return new SpinLock(this.core, name, options);
+  getSpinLock(name: string, options?: SpinLockOptions): RSpinLock {
+    return new RSpinLock(this.core, name, options);
   }
 
   /**
    * All-or-nothing over `locks` (Redisson's `getMultiLock`): any relock locks (`getLock`, `getFencedLock`,
    * `getSpinLock`, …), possibly from other `LockClient`s on other Redis servers. It never waits while
-   * holding part of the set; see `MultiLock`. Throws `InvalidArgumentError` when no lock is given, one is
+   * holding part of the set; see `RMultiLock`. Throws `InvalidArgumentError` when no lock is given, one is
    * not a relock lock, or one is given twice.
    */
-  getMultiLock(...locks: RLock[]): MultiLock {
-    return new MultiLock(this.core, locks);
+  getMultiLock(...locks: RLock[]): RMultiLock {
+    return new RMultiLock(this.core, locks);
   }
 
   /**
    * The Redlock algorithm over `locks`, one per independent Redis master, each from its own `LockClient`
    * (Redisson's deprecated `getRedLock`): held when a quorum `floor(N / 2) + 1` granted within the lease
-   * minus elapsed time and clock drift; see `RedLock`, and prefer `getFencedLock` on a replicated master.
+   * minus elapsed time and clock drift; see `RRedLock`, and prefer `getFencedLock` on a replicated master.
    * Throws `InvalidArgumentError` when no lock is given, one is not a relock lock, or two come from the
    * same `LockClient`.
    */
-  getRedLock(...locks: RLock[]): RedLock {
-    return new RedLock(this.core, locks);
+  getRedLock(...locks: RLock[]): RRedLock {
+    return new RRedLock(this.core, locks);
   }
 
   /**

@@ -1,9 +1,9 @@
 import { auxState, holders, type KindDescriptor } from '../descriptor.js';
 import { hashLockDescriptor } from '../lock/descriptor.js';
-import { FencedLock } from './fenced-lock.js';
+import { RFencedLock } from './fenced-lock.js';
 
-/** `FencedLock`: `RLock`'s hash and channel with `kind` = `fenced-lock`, and the token counter `relock:fence:{name}` (never deleted). */
-export const FENCED_LOCK_DESCRIPTOR: KindDescriptor = hashLockDescriptor('fenced-lock', 'fenced lock (FencedLock)', (core, name) => new FencedLock(core, name), {
+/** `RFencedLock`: `RLock`'s hash and channel with `kind` = `fenced-lock`, and the token counter `relock:fence:{name}` (never deleted). */
+export const FENCED_LOCK_DESCRIPTOR: KindDescriptor = hashLockDescriptor('fenced-lock', 'fenced lock (FencedLock)', (core, name) => new RFencedLock(core, name), {
   keys: ['fence'],
   absent: { precedence: 60, keys: ['fence'], channels: false },
   details: (state) => {

@@ -20,7 +20,7 @@ import { FENCED_ACQUIRE } from './scripts.js';
  * Redis keys: the lock hash (as `RLock`, with `kind` = `fenced-lock`) and the counter `relock:fence:{name}`
  * (a string, no TTL, never deleted by relock); channel as `RLock`. Everything else is `RLock`'s.
  */
-export class FencedLock extends RLock {
+export class RFencedLock extends RLock {
   /** The Redis key of the fencing counter. */
   readonly fenceKey: string;
   protected override readonly kind = 'fenced-lock';

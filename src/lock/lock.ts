@@ -15,7 +15,7 @@ import { LockHandle } from './handle.js';
 import { ACQUIRE, FORCE_UNLOCK, RENEW, UNLOCK } from './scripts.js';
 
 /**
- * @internal RLock's protected steps, for the objects that drive RLocks as members (MultiLock, RedLock):
+ * @internal RLock's protected steps, for the objects that drive RLocks as members (RMultiLock, RRedLock):
  * they resolve the caller's owner once (outside any context, a new owner per member and call), acquire
  * with an abort signal and get the grant's send time, release by owner, build member handles, set a
  * final lease, and give up an owner the call no longer uses. Not exported from the package.

@@ -173,3 +173,16 @@ describe('docs/migration.md names only what exists', () => {
     expect(absent.map((u) => u.name)).toEqual(['extendLease', 'tryLockSoon', 'waitForever']);
   });
 });
+
+describe('exported class names', () => {
+  it("every exported primitive class carries Redisson's R prefix; the former names are deprecated aliases of the same classes", () => {
+    const classes = Object.entries(relock).filter(([name, value]) => typeof value === 'function' && /^[A-Z]/.test(name) && value.name === name);
+    const primitives = classes.map(([name]) => name).filter((name) => !name.endsWith('Error') && !name.endsWith('Handle') && name !== 'LockClient');
+    expect(primitives.filter((name) => !/^R[A-Z]/.test(name))).toEqual([]);
+    expect(primitives).toEqual(expect.arrayContaining(['RLock', 'RFencedLock', 'RSpinLock', 'RMultiLock', 'RRedLock', 'RFairLock', 'RSemaphore']));
+    expect([relock.FencedLock, relock.SpinLock, relock.MultiLock, relock.RedLock]).toEqual([relock.RFencedLock, relock.RSpinLock, relock.RMultiLock, relock.RRedLock]);
+    const client = lockClient(env.redis);
+    const fenced: relock.FencedLock = client.getFencedLock(uniqueName('alias'));
+    expect(fenced).toBeInstanceOf(relock.FencedLock);
+  });
+});

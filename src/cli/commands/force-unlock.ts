@@ -22,7 +22,7 @@ export interface ForceUnlockOptions extends CommonOptions {
 
 /**
  * `relock force-unlock <name>`: deletes a held lock whoever holds it with the library's
- * `forceUnlock` of its type (`RLock`, `SpinLock`, `FencedLock`, `RFairLock`, or the side of `RReadWriteLock` in the
+ * `forceUnlock` of its type (`RLock`, `RSpinLock`, `RFencedLock`, `RFairLock`, or the side of `RReadWriteLock` in the
  * current mode), which wakes its waiters. Asks for confirmation on a terminal unless `--yes`; refuses
  * without `--yes` when stdin is not a terminal.
  */
