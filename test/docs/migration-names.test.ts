@@ -110,6 +110,8 @@ let receivers: Map<string, Array<Set<string>>>;
 let known: Set<string>;
 
 beforeAll(async () => {
+  // Compiled first: under load it takes seconds, which must not eat the leases of the handles below.
+  const options = optionNames();
   const client = lockClient(env.redis);
   const other = lockClient(env.redis);
   const name = uniqueName('names');
@@ -140,7 +142,7 @@ beforeAll(async () => {
     ...[namesOf(client), ...lockNames, ...handleNames, ...semaphoreNames, namesOf(latch), ...signalNames].flatMap((set) => [...set]),
     ...Object.keys(relock),
     ...Object.keys(nodeRedis),
-    ...optionNames(),
+    ...options,
   ]);
   await Promise.all([lockHandle.release(), permitHandle.release()]);
 }, 60_000);
