@@ -491,4 +491,13 @@ export const CATALOGUE: readonly CatalogueEntry[] = [
     tests: ['test/clients/glide-traits.test.ts'],
     pattern: '^GLIDE on Redis Cluster routes keyless commands',
   },
+  {
+    id: 'ioredis-subscribe-ready',
+    mechanism: "ioredis/iovalkey: relock's subscriber sends SUBSCRIBE only once ready (one made during the handshake is dropped with its connection)",
+    file: 'src/redis/clients/ioredis.ts',
+    find: 'await sub.ready();\n      await sub.client.subscribe(channel);',
+    replace: 'await sub.client.subscribe(channel);',
+    tests: ['test/clients/ioredis-traits.test.ts'],
+    pattern: '^ioredis traits a channel subscribed while',
+  },
 ];
