@@ -91,7 +91,9 @@ interface JestReport {
 
 /** Runs jest in `dir` on the entry's tests; resolves to its JSON report, or undefined when it wrote none. */
 function runJest(dir: string, entry: CatalogueEntry, outputFile: string): Promise<JestReport | undefined> {
-  const args = [join(dir, 'node_modules/jest/bin/jest.js'), '--ci', '--json', `--outputFile=${outputFile}`, ...entry.tests];
+  // --forceExit: a killed mutant can leave a call waiting forever (the model test's acquire of a lock a
+  // stale watchdog renews), which would otherwise keep jest alive until RUN_LIMIT_MS.
+  const args = [join(dir, 'node_modules/jest/bin/jest.js'), '--ci', '--forceExit', '--json', `--outputFile=${outputFile}`, ...entry.tests];
   if (entry.pattern) args.push('-t', entry.pattern);
   const env = { ...process.env, NODE_OPTIONS: '--experimental-vm-modules --disable-warning=ExperimentalWarning --unhandled-rejections=strict' };
   return new Promise((resolve, reject) => {
