@@ -79,14 +79,6 @@ export const CATALOGUE: readonly CatalogueEntry[] = [
     quick: true,
   },
   {
-    id: 'renewal-owner-model',
-    mechanism: 'renewal checks the owner (found by the model-based test: a stale holder is never told)',
-    file: 'src/lock/scripts.ts',
-    find: "if redis.pcall('hexists', KEYS[i], ARGV[i + 1]) == 1 then",
-    replace: "if redis.pcall('exists', KEYS[i]) == 1 then",
-    tests: ['test/model/lock-model.test.ts'],
-  },
-  {
     id: 'publish-on-release',
     mechanism: 'a release publishes on the lock channel (waiters wake by message)',
     file: 'src/lock/scripts.ts',
