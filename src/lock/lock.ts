@@ -6,7 +6,7 @@ import { auxName, mainKey } from '../keys.js';
 import type { ObjectKind } from '../kinds.js';
 import { metricKind } from '../observe/kinds.js';
 import { probed, type AcquireProbe } from '../observe/observer.js';
-import type { WakeRule } from '../pubsub/channels.js';
+import type { WakeRule } from '../pubsub/channel.js';
 import { waitFor, type Attempt } from '../pubsub/wait.js';
 import { checkOptions, leaseMillis, monotonic, optionLease, optionWait, waitMillis, type TimeUnit } from '../time.js';
 import type { Renewal, RenewalKind } from '../watchdog/watchdog.js';
