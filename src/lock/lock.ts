@@ -687,8 +687,7 @@ export class RLock {
 
   /**
    * The guard of an unlock by `ctx` (see `unlockSource`): the owner's hold count as this client knows it,
-   * or '' (latch every answer) when a grant whose reply was lost may be in Redis. The read-write lock,
-   * whose unlock latches every answer, returns ''.
+   * or '' (latch every answer) when a grant whose reply was lost may be in Redis.
    */
   protected unlockGuard(ctx: LockContext): string {
     return this.unsettled(ctx) ? '' : String(ctx.holds.get(this.holdKey)?.count ?? 0);
