@@ -15,6 +15,8 @@ import { activeTimers, commandCalls, numsub, uniqueName, waitUntil } from '../su
 
 const env = useRedis();
 const one = (): number => 1;
+/** Answers of a wait that ends only when a message woke it: busy before and after subscribing, then granted. */
+const WOKEN: Array<number | true> = [10_000, 10_000, true];
 
 let opened: Array<{ connection: Connection; channels: Channels }> = [];
 afterEach(async () => {
@@ -73,7 +75,7 @@ describe('channels', () => {
   it('closing ends the linger at once: no subscription is left when close() resolves', async () => {
     const { channels } = layer();
     const channel = uniqueName();
-    const waiting = wait(channels, channel, [10_000, true]);
+    const waiting = wait(channels, channel, WOKEN);
     await waitUntil(async () => (await env.redis.publish(channel, '0')) === 1, 2000, 2, 'the waiter to subscribe');
     expect(await waiting).toBe('got it');
     expect(channels.lingeringCount).toBe(1);
@@ -87,7 +89,7 @@ describe('channels', () => {
   it('a message that comes during the first attempt on a lingering channel is not lost: the waiter tries again at once', async () => {
     const { channels } = layer();
     const channel = uniqueName();
-    const warm = wait(channels, channel, [10_000, true]);
+    const warm = wait(channels, channel, WOKEN);
     await waitUntil(async () => (await env.redis.publish(channel, '0')) === 1, 2000, 2, 'the waiter to subscribe');
     await warm;
     expect(channels.lingeringCount).toBe(1);
@@ -107,7 +109,7 @@ describe('channels', () => {
   it('waiters share one fallback timer, which resumes each at its own retry time when no message comes', async () => {
     const { channels } = layer();
     const channel = uniqueName();
-    const warm = wait(channels, channel, [10_000, true]);
+    const warm = wait(channels, channel, WOKEN);
     await waitUntil(async () => (await env.redis.publish(channel, '0')) === 1, 2000, 2, 'the channel to be subscribed');
     await warm;
     const timers = activeTimers();
