@@ -50,8 +50,12 @@ interface Parked {
  */
 export class Channel {
   refs = 0;
-  /** Messages (and reconnects) seen so far: a waiter compares it across its first attempt (see `waitLoop`). */
-  messages = 0;
+  /**
+   * Wake-ups (messages, reconnects) that no local waiter took: nobody had joined (the channel lingered), or
+   * more came than there are waiters. A waiter compares it across its first attempt (see `waitLoop`): any
+   * other wake-up reached a local waiter, who retries.
+   */
+  dropped = 0;
   private readonly parked: Parked[] = [];
   private pendingWakeups = 0;
   /** Budget of the last wake-up that the first parked waiter needed more than. */
@@ -64,10 +68,7 @@ export class Channel {
   ready!: Promise<boolean>;
   /** True once the subscription is confirmed: messages will wake the waiters. */
   live = false;
-  readonly listener = (message: string): void => {
-    this.messages++;
-    this.wake(this.rule(message));
-  };
+  readonly listener = (message: string): void => this.wake(this.rule(message));
 
   constructor(readonly name: string, private readonly rule: WakeRule) {}
 
@@ -76,7 +77,6 @@ export class Channel {
    * rule says so for `RECONNECTED`, instead of a herd of every waiter at once.
    */
   wakeAfterReconnect(): void {
-    this.messages++;
     const budget = this.rule(RECONNECTED);
     this.wake(budget > 0 ? budget : (this.parked[0]?.place.need ?? 1));
   }
@@ -131,7 +131,10 @@ export class Channel {
     this.held = this.parked.length > 0 ? left : 0;
     if (this.parked.length === 0) {
       this.disarm();
-      if (left > 0) this.pendingWakeups = Math.min(this.refs, this.pendingWakeups + left);
+      if (left > 0) {
+        if (this.pendingWakeups + left > this.refs) this.dropped++;
+        this.pendingWakeups = Math.min(this.refs, this.pendingWakeups + left);
+      }
     }
   }
 

@@ -68,7 +68,7 @@ export function laterAttempt<T>(attempt: Promise<Attempt<T>>): Promise<Attempt<T
 /**
  * The wait loop of every blocking acquisition (Redisson's `tryLock` loop): try; if busy and time is left,
  * subscribe to the object's channel, try again (a release published while subscribing is not missed;
- * skipped when the channel was already subscribed before the first attempt and no message came since),
+ * skipped when the channel was already subscribed before the first attempt and no wake-up was dropped since),
  * then sleep until a message or until `min(retryAfter, remaining)` (the timer covers lost messages and
  * crashed holders, who publish nothing), and repeat. When the subscription cannot be made in time it
  * polls with jittered exponential backoff instead, capped by the holder's TTL. Resolves to the acquired
@@ -88,10 +88,10 @@ async function waitLoop<T>(options: WaitOptions<T>): Promise<T | undefined> {
   const start = monotonic();
   const deadline = waitDeadline(waitMs, start);
   // When the channel is already subscribed (other local waiters keep it, or it lingers), every release
-  // published after the first attempt reaches this process: if none came by the time this waiter joined,
-  // that attempt's answer stays valid and need not be repeated.
+  // published after the first attempt reaches this process and wakes a local waiter, who retries: unless
+  // one was dropped (nobody had joined) by the time this waiter joined, that attempt's answer stands.
   const liveBefore = channels.live(options.channel);
-  const seen = liveBefore?.messages;
+  const seen = liveBefore?.dropped;
   const first = await options.attempt(deadline);
   if (first.acquired) return first.value;
   if (waitMs <= 0) return undefined;
@@ -103,7 +103,7 @@ async function waitLoop<T>(options: WaitOptions<T>): Promise<T | undefined> {
   let woken = false;
   let poll = 5;
   let result: Attempt<T> = first;
-  let current = liveBefore === channel && channel.messages === seen;
+  let current = liveBefore === channel && channel.dropped === seen;
   try {
     for (;;) {
       signal?.throwIfAborted();
