@@ -351,12 +351,17 @@ export class LockClient extends EventEmitter<LockClientEvents> {
   stats(): {
     /** Holds (lock owners, expirable permits) the watchdog is renewing now. */
     watchdogHolds: number;
-    /** Channels this client is subscribed to now (one per object with waiters in this process). */
+    /** Channels this client is subscribed to for local waiters now (one per object with waiters in this process). */
     subscriptions: number;
+    /**
+     * Channels still subscribed without waiters: each is kept for 250 ms after its last waiter left, so an
+     * object contended again soon pays no SUBSCRIBE/UNSUBSCRIBE; `shutdown()` unsubscribes them at once.
+     */
+    lingeringSubscriptions: number;
     /** Renewal script calls the watchdog has sent since the client was created. */
     renewalCalls: number;
   } {
-    return { watchdogHolds: this.core.watchdog.size, subscriptions: this.core.channels.size, renewalCalls: this.core.watchdog.calls };
+    return { watchdogHolds: this.core.watchdog.size, subscriptions: this.core.channels.size, lingeringSubscriptions: this.core.channels.lingeringCount, renewalCalls: this.core.watchdog.calls };
   }
 
   /**

@@ -19,8 +19,9 @@ export class Child {
   private exitCode: number | null | undefined;
   private stderr = '';
 
-  constructor(task: WorkerTask) {
-    this.process = fork(WORKER, [], { execArgv: ['--import', 'tsx', '--expose-gc'], stdio: ['ignore', 'inherit', 'pipe', 'ipc'] });
+  /** `nodeOptions`: more Node flags for the child (the memory scenario's young generation size). */
+  constructor(task: WorkerTask, nodeOptions: readonly string[] = []) {
+    this.process = fork(WORKER, [], { execArgv: ['--import', 'tsx', '--expose-gc', ...nodeOptions], stdio: ['ignore', 'inherit', 'pipe', 'ipc'] });
     this.process.stderr!.on('data', (chunk: Buffer) => (this.stderr = (this.stderr + chunk.toString()).slice(-4000)));
     this.process.on('message', (message: Message) => {
       this.inbox.push(message);

@@ -3,6 +3,8 @@
  * acquire + release loop (`tasks` tasks, each on its own key) for a CPU profile, on a redis-server of its
  * own. Run it under `node --cpu-prof --import tsx` (the npm script does, writing into profiles/) and read it with
  * `tsx scripts/bench/profile-summary.ts FILE.cpuprofile`: self time by function and by file.
+ * `npm run bench:heap-profile` runs it under `--heap-prof` instead: read the `.heapprofile` the same way
+ * (sampled bytes allocated by function and by file).
  */
 import { parseArgs } from 'node:util';
 import { openAdapters } from './adapters/index.js';

@@ -1,8 +1,8 @@
 /**
  * `npm run bench`: relock against its Node peers (redlock 5β, @sesamecare-oss/redlock, redis-semaphore)
  * and the floor (two bare EVALSHA round trips), side by side in one run, on one Redis: a local
- * redis-server it starts and stops, or REDIS_URL. Scenarios 1–3 and 6 run every library in this
- * process in rotating rounds (figures are medians of rounds); 4 and 5 run child processes.
+ * redis-server it starts and stops, or REDIS_URL. Scenarios 1–3, 6 and 7 run every library in this
+ * process in rotating rounds (figures are medians of rounds); 4, 5 and 8 run child processes.
  *
  * Options: --quick (under 2 minutes on a quiet 2-core machine); --json (one JSON line per scenario and
  * library on stdout, the progress and the tables on stderr: `npm run --silent bench -- --json`);
@@ -25,12 +25,14 @@ import { environmentLine, goalsText, jsonLines, markdown, textTable, versionsLin
 import type { Row, Scenario } from './scenario.js';
 import { contention } from './scenarios/contention.js';
 import { distinctKeys } from './scenarios/distinct-keys.js';
+import { manyLocks } from './scenarios/many-locks.js';
+import { memory } from './scenarios/memory.js';
 import { semaphore } from './scenarios/semaphore.js';
 import { uncontended } from './scenarios/uncontended.js';
 import { waiters } from './scenarios/waiters.js';
 import { watchdog } from './scenarios/watchdog.js';
 
-const SCENARIOS: readonly Scenario[] = [uncontended, distinctKeys, contention, waiters, watchdog, semaphore];
+const SCENARIOS: readonly Scenario[] = [uncontended, distinctKeys, contention, waiters, watchdog, semaphore, manyLocks, memory];
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const DOCS = join(ROOT, 'docs', 'benchmarks.md');
 const DOCS_CHART = join(ROOT, 'docs', 'benchmarks-latency.svg');
@@ -71,7 +73,7 @@ try {
   out('The machine may be shared: compare libraries within this run, not with other runs.\n');
 
   const results = new Map<string, Row[]>();
-  const ctx = { probe, quick: options.quick, runId, impls, adapters: adapters.list, progress, commands: options.commands };
+  const ctx = { probe, quick: options.quick, runId, impls, adapters: adapters.list, progress, commands: options.commands, ...(options.baseline ? { baseline: options.baseline } : {}) };
   for (const scenario of scenarios) {
     const rows = await scenario.run(ctx);
     results.set(scenario.key, rows);

@@ -18,6 +18,8 @@ export interface BenchContext {
   readonly adapters: readonly Adapter[];
   /** Print each window's INFO commandstats delta per acquisition (`--commands`). */
   readonly commands: boolean;
+  /** The source tree `relock-base` is loaded from (`--baseline DIR`), for scenarios run in child processes. */
+  readonly baseline?: string;
   /** A progress line (stderr). */
   progress(message: string): void;
 }

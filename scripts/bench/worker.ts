@@ -3,7 +3,7 @@
  * it `holdMs` and release it, recording when each hold began and when its release began; on `stall`
  * the next hold here lasts `ms` instead. `watchdog`: measures its event-loop delay idle for 1 s, takes
  * `count` holds that the library renews by itself, then measures renewals, event-loop delay and memory
- * over `windowMs`.
+ * over `windowMs`. `memory`: bytes allocated per uncontended cycle and heap per held lock (memory-worker.ts).
  */
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { createClient } from 'redis';
@@ -12,6 +12,7 @@ import { REQUEST_COMMANDS, type Adapter, type Release } from './adapters/types.j
 import { epochNow, type Message } from './children.js';
 import type { WorkerTask } from './worker-task.js';
 import { commandDelta, parseCommandStats, sleep } from './measure.js';
+import { memoryFigures } from './memory-worker.js';
 
 const send = (message: Message): void => void process.send!(message);
 const inbox: Message[] = [];
@@ -122,8 +123,19 @@ async function watchdog(task: Extract<WorkerTask, { kind: 'watchdog' }>): Promis
   });
 }
 
+async function memory(task: Extract<WorkerTask, { kind: 'memory' }>): Promise<void> {
+  const adapters = await openAdapters([task.impl], { url: task.url, ...(task.baseline ? { baseline: task.baseline } : {}) });
+  try {
+    send({ type: 'measured', figures: await memoryFigures(adapters.get(task.impl), task.keyPrefix, task.holds, task.cycles, task.samples) });
+  } finally {
+    await adapters.close();
+  }
+}
+
+const RUN = { waiters, watchdog, memory } as const;
+
 process.once('message', (task: WorkerTask) => {
-  (task.kind === 'waiters' ? waiters(task) : watchdog(task)).catch((error: unknown) => {
+  (RUN[task.kind] as (t: WorkerTask) => Promise<void>)(task).catch((error: unknown) => {
     send({ type: 'error', message: String((error as Error)?.stack ?? error) });
   });
 });

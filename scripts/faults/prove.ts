@@ -33,6 +33,7 @@ export interface ProofVerdict {
 const LOCK_SCRIPTS = 'src/lock/scripts.ts';
 const FENCED_SCRIPTS = 'src/fenced-lock/scripts.ts';
 const CHANNELS = 'src/pubsub/channels.ts';
+const CHANNEL = 'src/pubsub/channel.ts';
 
 export const PROOFS: Proof[] = [
   {
@@ -82,15 +83,15 @@ export const PROOFS: Proof[] = [
     mutant: 'waiters have no timer fallback and are not woken after a resubscribe: a release published while their subscription was down is lost for good',
     scenario: 'many-waiters',
     mutations: [
-      { file: CHANNELS, find: 'if (Number.isFinite(timeoutMs)) {', replace: 'if (false) {' },
-      { file: CHANNELS, find: 'this.wake(budget > 0 ? budget : (this.parked[0]?.place.need ?? 1));', replace: 'void budget;' },
+      { file: CHANNEL, find: 'if (waiter.due < this.timerDue) this.arm(waiter.due);', replace: '' },
+      { file: CHANNEL, find: 'this.wake(budget > 0 ? budget : (this.parked[0]?.place.need ?? 1));', replace: 'void budget;' },
     ],
   },
   {
     checker: 'hygiene',
-    mutant: 'the last waiter to leave a channel does not unsubscribe: subscriptions are left behind',
+    mutant: 'a channel left by its last waiter is never unsubscribed (no linger end): subscriptions are left behind',
     scenario: 'holder-kill',
-    mutations: [{ file: CHANNELS, find: 'if (!channel || --channel.refs > 0) return;', replace: 'if (!channel || --channel.refs > -1) return;' }],
+    mutations: [{ file: CHANNELS, find: 'setTimeout(() => this.drop(channel), LINGER_MS)', replace: 'setTimeout(() => undefined, LINGER_MS)' }],
   },
   {
     checker: 'belief',

@@ -1,7 +1,7 @@
 import { CountedObject } from '../counted.js';
 import type { Core } from '../core.js';
 import { InvalidArgumentError } from '../errors.js';
-import { RECONNECTED, type WakeRule } from '../pubsub/channels.js';
+import { RECONNECTED, type WakeRule } from '../pubsub/channel.js';
 import { clientWait, type Attempt } from '../pubsub/wait.js';
 import { checkOptions, optionWait, requireUnit, waitMillis, type TimeUnit } from '../time.js';
 import { COUNT_DOWN, READ_COUNT, TRY_SET_COUNT } from './scripts.js';

@@ -1,7 +1,7 @@
 import type { Core } from '../core.js';
 import { auxName } from '../keys.js';
 import { acquireResult, RLock, type AcquireResult, type Grant } from '../lock/lock.js';
-import { WAKE_ONE } from '../pubsub/channels.js';
+import { WAKE_ONE } from '../pubsub/channel.js';
 import type { Attempt } from '../pubsub/wait.js';
 import { monotonic } from '../time.js';
 import { FAIR_ACQUIRE, FAIR_FORCE_UNLOCK, FAIR_LEAVE, FAIR_UNLOCK } from './scripts.js';

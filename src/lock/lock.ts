@@ -6,7 +6,7 @@ import { auxName, mainKey } from '../keys.js';
 import type { ObjectKind } from '../kinds.js';
 import { metricKind } from '../observe/kinds.js';
 import { probed, type AcquireProbe } from '../observe/observer.js';
-import { WAKE_ONE, type WakeRule } from '../pubsub/channels.js';
+import { WAKE_ONE, type WakeRule } from '../pubsub/channel.js';
 import { clientWait, type Attempt } from '../pubsub/wait.js';
 import { checkOptions, leaseMillis, monotonic, optionLease, optionWait, requireUnit, waitMillis, type TimeUnit } from '../time.js';
 import type { Renewal, RenewalKind } from '../watchdog/watchdog.js';
@@ -711,8 +711,7 @@ export class RLock {
 
   /**
    * The guard of an unlock by `ctx` (see `unlockSource`): the owner's hold count as this client knows it,
-   * or '' (latch every answer) when a grant whose reply was lost may be in Redis. The read-write lock,
-   * whose unlock latches every answer, returns ''.
+   * or '' (latch every answer) when a grant whose reply was lost may be in Redis.
    */
   protected unlockGuard(ctx: LockContext): string {
     return this.unsettled(ctx) ? '' : String(ctx.holds.get(this.holdKey)?.count ?? 0);

@@ -2,7 +2,8 @@ import type { MetricKind } from '../observe/kinds.js';
 import { probed, type Holders, type Observer } from '../observe/observer.js';
 import { cutAtDeadline } from '../redis/failures.js';
 import { monotonic } from '../time.js';
-import type { Channels, WakeRule } from './channels.js';
+import type { WakeRule } from './channel.js';
+import type { Channels } from './channels.js';
 
 export type { Attempt } from './attempt.js';
 import type { Attempt } from './attempt.js';
@@ -81,7 +82,7 @@ export function laterAttempt<T>(attempt: Promise<Attempt<T>>): Promise<Attempt<T
 /**
  * The wait loop of every blocking acquisition (Redisson's `tryLock` loop): try; if busy and time is left,
  * subscribe to the object's channel, try again (a release published while subscribing is not missed;
- * skipped when the channel was already subscribed before the first attempt),
+ * skipped when the channel was already subscribed before the first attempt and no wake-up was dropped since),
  * then sleep until a message or until `min(retryAfter, remaining)` (the timer covers lost messages and
  * crashed holders, who publish nothing), and repeat. When the subscription cannot be made in time it
  * polls with jittered exponential backoff instead, capped by the holder's TTL. Resolves to the acquired
@@ -100,9 +101,11 @@ async function waitLoop<T>(options: WaitOptions<T>): Promise<T | undefined> {
   const { channels, signal, waitMs } = options;
   const start = monotonic();
   const deadline = waitDeadline(waitMs, start);
-  // When other local waiters already hold a live subscription, every release published after the first
-  // attempt reaches this process, so that attempt's answer stays valid and need not be repeated.
-  const liveBefore = channels.isLive(options.channel);
+  // When the channel is already subscribed (other local waiters keep it, or it lingers), every release
+  // published after the first attempt reaches this process and wakes a local waiter, who retries: unless
+  // one was dropped (nobody had joined) by the time this waiter joined, that attempt's answer stands.
+  const liveBefore = channels.live(options.channel);
+  const seen = liveBefore?.dropped;
   const first = await options.attempt(deadline);
   if (first.acquired) return first.value;
   if (waitMs <= 0) return undefined;
@@ -114,7 +117,7 @@ async function waitLoop<T>(options: WaitOptions<T>): Promise<T | undefined> {
   let woken = false;
   let poll = 5;
   let result: Attempt<T> = first;
-  let current = liveBefore;
+  let current = liveBefore === channel && channel.dropped === seen;
   try {
     for (;;) {
       signal?.throwIfAborted();

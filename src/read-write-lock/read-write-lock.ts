@@ -162,17 +162,12 @@ abstract class ReadWriteSide extends RLock {
     return this.waitOn(this.channel, READ_WRITE_WAKE, waitMs, signal, attempt);
   }
 
-  /** '': the read-write unlock latches every answer (`RW_UNLOCK` takes no guard). */
-  protected override unlockGuard(): string {
-    return '';
-  }
-
-  protected override runUnlock(owner: string, latch: string, attempt: number): Promise<unknown> {
+  protected override runUnlock(owner: string, latch: string, attempt: number, guard: string): Promise<unknown> {
     const { connection, latches } = this.core;
     return RW_UNLOCK.run(
       connection,
       [this.key, this.leasesKey, latch],
-      [owner, this.side, this.channel, connection.publishCommand, latches.ttlArg, attempt > 1 ? '1' : '0'],
+      [owner, this.side, this.channel, connection.publishCommand, latches.ttlArg, attempt > 1 ? '1' : '0', guard],
     );
   }
 

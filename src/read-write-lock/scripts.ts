@@ -62,7 +62,11 @@ return nil`,
 /**
  * Unlock one hold. KEYS[3] = unlock latch. ARGV[1] = field (`owner` or `owner:write`), ARGV[2] = side,
  * ARGV[3] = channel, ARGV[4] = publish command, ARGV[5] = latch TTL (ms), ARGV[6] = '1' on a retry of the
- * call (replays the latch).
+ * call (replays the latch), ARGV[7] = guard: the field's hold count before the call as the client knows
+ * it, or '' (latch every answer). The guard works as RLock's (see `unlockSource`): on the happy path
+ * (the count is the guard) nothing is written but the lock's keys; a retry that finds the count one
+ * below the guard answers what the first attempt did without releasing again; a nil answer, or one given
+ * while the count differed from the guard, is stored in the latch (replied as 2 or 3 for 0 or 1).
  * 1. Holds whose lease ended (any owner's: crashed or frozen clients) are forgotten, and so is an owner
  *    with no hold left; when that owner was the writer, the lock turns to read mode.
  * 2. The field's newest hold is removed; when none of its holds is live (all leases ended) the reply is
@@ -71,8 +75,8 @@ return nil`,
  *    (a downgrade) and `1` is published so that waiting readers enter.
  * 4. The lock then lives as long as its longest live hold; with none left it is deleted and `1` (after
  *    write mode: wake every waiter) or `0` (after read mode: one waiter per process, a writer) published.
- * Returns nil, 0 (holds of this side remain) or 1 (the owner no longer holds this side); a WRONGTYPE
- * error (nothing written) when the key belongs to another kind.
+ * Returns nil, 0 (holds of this side remain) or 1 (the owner no longer holds this side), or 2/3 (see the
+ * guard); a WRONGTYPE error (nothing written) when the key belongs to another kind.
  */
 export const RW_UNLOCK = new Script(
   'readWriteLock.unlock',
@@ -93,6 +97,11 @@ for _, member in ipairs(redis.call('zrangebyscore', KEYS[2], '-inf', now)) do
 end
 local field = ARGV[1]
 local n = tonumber(redis.call('hget', KEYS[1], field))
+local guard = tonumber(ARGV[7])
+if guard ~= nil and ARGV[6] == '1' and (n or 0) == guard - 1 then
+  if n == nil then return 1 end
+  return 0
+end
 local live = false
 for i = 1, n or 0 do
   if redis.call('zscore', KEYS[2], field .. ':' .. i) then
@@ -123,8 +132,13 @@ else
   redis.call('del', KEYS[1], KEYS[2])
   redis.call(ARGV[4], ARGV[3], mode == 'write' and '1' or '0')
 end
-if not live then return nil end
+if not live then
+  if guard ~= nil then redis.call('set', KEYS[3], -1, 'px', ARGV[5]) end
+  return nil
+end
+if guard ~= nil and n == guard then return result end
 redis.call('set', KEYS[3], result, 'px', ARGV[5])
+if guard ~= nil then return result + 2 end
 return result`,
 );
 

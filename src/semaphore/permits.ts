@@ -1,5 +1,5 @@
 import { InvalidArgumentError } from '../errors.js';
-import type { WakeRule } from '../pubsub/channels.js';
+import type { WakeRule } from '../pubsub/channel.js';
 import type { Attempt } from '../pubsub/wait.js';
 import { leaseMillis, requireUnit, type TimeUnit } from '../time.js';
 

@@ -40,6 +40,10 @@ export function relockAdapter(redis: object, options: AdapterOptions, impl: Extr
       await lock.lock();
       return () => lock.unlock();
     },
+    async handleHold(name) {
+      const handle = await client.getLock(name).acquire();
+      return () => handle.release();
+    },
     ...(getSemaphore
       ? {
           semaphore(name: string, permits: number) {

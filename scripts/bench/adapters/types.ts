@@ -85,6 +85,8 @@ export interface Adapter {
    * library has no such mode (the floor).
    */
   hold?(name: string): Promise<Release>;
+  /** As `hold`, keeping the library's handle of the hold (relock's `LockHandle` from `acquire()`); undefined when it has none. */
+  handleHold?(name: string): Promise<Release>;
   /**
    * A semaphore of `permits` on `name`, as one task sees it; undefined when the library has none. The
    * returned `ready` runs once before the tasks start (relock's `trySetPermits`).

@@ -34,14 +34,22 @@ export async function runCycles(ctx: BenchContext, label: string, tasks: number)
 
 /** Adds `xFloor` and `xBestPeer` (cycles/s over the floor's, over the best peer's, default or tuned) to each row. */
 export function withRatios(rows: Row[]): Row[] {
-  const rate = (impl: Impl): number | undefined => rows.find((r) => r.impl === impl)?.figures.cyclesPerSec;
-  const floor = rate('floor');
-  const peers = PEERS.map(rate).filter((v): v is number => v !== undefined);
-  const best = peers.length > 0 ? Math.max(...peers) : undefined;
+  return withRatiosOf(rows, 'cyclesPerSec', 'higher');
+}
+
+/**
+ * Adds `xFloor` and `xBestPeer` for `figure`: its value over the floor's (when the floor has one) and over
+ * the best peer's, default or tuned; the best is the highest or the lowest value, as `better` says.
+ */
+export function withRatiosOf(rows: Row[], figure: string, better: 'higher' | 'lower'): Row[] {
+  const value = (impl: Impl): number | undefined => rows.find((r) => r.impl === impl)?.figures[figure];
+  const floor = value('floor');
+  const peers = PEERS.map(value).filter((v): v is number => v !== undefined && Number.isFinite(v));
+  const best = peers.length === 0 ? undefined : better === 'higher' ? Math.max(...peers) : Math.min(...peers);
   return rows.map((row) => {
-    const value = row.figures.cyclesPerSec;
-    if (value === undefined) return row;
-    return { ...row, figures: { ...row.figures, ...(floor ? { xFloor: value / floor } : {}), ...(best ? { xBestPeer: value / best } : {}) } };
+    const own = row.figures[figure];
+    if (own === undefined) return row;
+    return { ...row, figures: { ...row.figures, ...(floor ? { xFloor: own / floor } : {}), ...(best ? { xBestPeer: own / best } : {}) } };
   });
 }
 
