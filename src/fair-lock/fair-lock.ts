@@ -59,7 +59,7 @@ export class RFairLock extends RLock {
     return `${this.channel}:${owner}`;
   }
 
-  protected override async runAcquire(owner: string, lease: string, guard: string): Promise<AcquireResult> {
+  protected override async runAcquire(owner: string, lease: string, guard: string, held: string): Promise<AcquireResult> {
     const { connection, fairLockWaitTimeout } = this.core;
     const reply = await FAIR_ACQUIRE.run(
       connection,
@@ -73,6 +73,7 @@ export class RFairLock extends RLock {
         this.channel,
         connection.publishCommand,
         String(Math.max(1, Math.floor(fairLockWaitTimeout / 3))),
+        held,
       ],
     );
     return acquireResult(reply);

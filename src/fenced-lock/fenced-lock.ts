@@ -1,6 +1,6 @@
 import type { Core } from '../core.js';
 import { auxName } from '../keys.js';
-import { requireUnit, RLock, tryLockTimes, type AcquireResult } from '../lock/lock.js';
+import { HOLD_ENDED, requireUnit, RLock, tryLockTimes, type AcquireResult } from '../lock/lock.js';
 import { leaseMillis, type TimeUnit } from '../time.js';
 import { FENCED_ACQUIRE } from './scripts.js';
 
@@ -67,8 +67,10 @@ export class FencedLock extends RLock {
     return BigInt((value as string | null) ?? 0);
   }
 
-  protected override async runAcquire(owner: string, lease: string, guard: string): Promise<AcquireResult> {
-    const [granted, value] = (await FENCED_ACQUIRE.run(this.core.connection, [this.key, this.fenceKey], [lease, owner, guard, this.kind])) as [number, string | number];
+  protected override async runAcquire(owner: string, lease: string, guard: string, held: string): Promise<AcquireResult> {
+    const reply = await FENCED_ACQUIRE.run(this.core.connection, [this.key, this.fenceKey], [lease, owner, guard, this.kind, held]);
+    if (reply === 'lost') return HOLD_ENDED;
+    const [granted, value] = reply as [number, string | number];
     return Number(granted) === 1 ? { granted: true, token: BigInt(value) } : { granted: false, ttl: Number(value) };
   }
 }

@@ -1,5 +1,5 @@
 import { pause } from '../backoff.js';
-import { allLanded, detachedContext, landed, owningContext, recordAcquired, recordReleased, releasedRenewed, takeOff, type LockContext, type Unsettled } from '../context.js';
+import { allLanded, detachedContext, landed, owningContext, recordAcquired, recordReleased, releasedRenewed, takeOff, type Hold, type LockContext, type Unsettled } from '../context.js';
 import type { Core } from '../core.js';
 import { ClientClosedError, IllegalMonitorStateError, InvalidArgumentError, LockAcquireTimeoutError, LockLostError, RedisUnavailableError } from '../errors.js';
 import { auxName, mainKey } from '../keys.js';
@@ -9,7 +9,7 @@ import { probed, type AcquireProbe } from '../observe/observer.js';
 import type { WakeRule } from '../pubsub/channels.js';
 import { waitFor, type Attempt } from '../pubsub/wait.js';
 import { checkOptions, leaseMillis, monotonic, optionLease, optionWait, waitMillis, type TimeUnit } from '../time.js';
-import { HoldSignal, type Hold, type RenewalKind } from '../watchdog/hold.js';
+import { HoldSignal, type RenewalKind, type WatchdogHold } from '../watchdog/hold.js';
 import { KeyEvents, type LockEvent } from './events.js';
 import { LockHandle } from './handle.js';
 import { ACQUIRE, FORCE_UNLOCK, RENEW, UNLOCK } from './scripts.js';
@@ -91,7 +91,10 @@ interface Acquisition {
   readonly owner: string;
   /** Lease in ms (the watchdog's when none was given). */
   readonly lease: number;
-  readonly before: number;
+  /** The owner's hold record before the call, if any. */
+  readonly hold: Hold | undefined;
+  /** Its count, sent with every attempt; 0 once Redis answered that those holds had ended (see `holdEnded`). */
+  before: number;
   armed: boolean;
   /** Attempts sent. */
   sent: number;
@@ -124,13 +127,22 @@ export interface Grant {
 /** The renewal kind of every hash-based exclusive lock (RLock, fenced, spin). */
 export const LOCK_RENEWAL: RenewalKind = { script: RENEW, keysPerHold: 1 };
 
-/** The answer of one run of an acquire script: granted (with a fencing token for fenced locks), or the holder's PTTL. */
-export type AcquireResult = { readonly granted: true; readonly token?: bigint } | { readonly granted: false; readonly ttl: number };
+/**
+ * The answer of one run of an acquire script: granted (with a fencing token for fenced locks), or the
+ * holder's PTTL, or (`lost`, see `HOLD_ENDED`) nothing done because the owner's hold had ended in Redis.
+ */
+export type AcquireResult = { readonly granted: true; readonly token?: bigint } | { readonly granted: false; readonly ttl: number; readonly lost?: true };
 
 const GRANTED: AcquireResult = Object.freeze({ granted: true });
 
+/**
+ * An acquire script's `'lost'` answer (see `holdSource`): the client sent a hold count above 0 but Redis
+ * has no hold of the owner; nothing was written, and the attempt is made again with the count corrected.
+ */
+export const HOLD_ENDED: AcquireResult = Object.freeze({ granted: false, ttl: 0, lost: true });
+
 /** The answer of an acquire script that returns nil when granted, else the holder's PTTL (RLock, spin, fair, read-write). */
-export const acquireResult = (reply: unknown): AcquireResult => (reply === null ? GRANTED : { granted: false, ttl: Number(reply) });
+export const acquireResult = (reply: unknown): AcquireResult => (reply === null ? GRANTED : reply === 'lost' ? HOLD_ENDED : { granted: false, ttl: Number(reply) });
 
 /** One message on a lock's channel wakes one local waiter. */
 const WAKE_ONE = (): number => 1;
@@ -173,7 +185,7 @@ export class RLock {
   protected readonly holdKey: string;
   private readonly latchPrefix: string;
   /** The hold of this lock's last watchdog acquisition, for `registerHold` to reuse. */
-  private spareHold: Hold | undefined;
+  private spareHold: WatchdogHold | undefined;
   /** The keys the renewal script gets for a hold of this lock (see `Watchdog.register`), made on first use. */
   private renewalKeys: readonly string[] | undefined;
   /** Listeners of the lock's key events (`addListener`), made on first use. */
@@ -469,19 +481,25 @@ export class RLock {
     }
     let result: AcquireResult;
     try {
+      const send = async (): Promise<AcquireResult> => {
+        const n = ++acq.sent;
+        sentAt = monotonic();
+        const guard = acq.armed ? String(acq.before) : '';
+        const mark = acq.armed ? this.unsettled(ctx) : undefined;
+        if (mark) mark.tried = true;
+        const result = await this.runAcquire(owner, String(acq.lease), guard, String(acq.before));
+        if (result.granted && this.core.replicaSync) await this.confirmReplicated(owner);
+        // The latest attempt found the lock busy: no earlier attempt's grant is in Redis.
+        if (!result.granted && !result.lost && !acq.done && n === acq.sent) this.settle(ctx);
+        return result;
+      };
       result = await this.core.executor.run(
         'lock.acquire',
         async () => {
-          const n = ++acq.sent;
-          sentAt = monotonic();
-          const guard = acq.armed ? String(acq.before) : '';
-          const mark = acq.armed ? this.unsettled(ctx) : undefined;
-          if (mark) mark.tried = true;
-          const result = await this.runAcquire(owner, String(acq.lease), guard);
-          if (result.granted && this.core.replicaSync) await this.confirmReplicated(owner);
-          // The latest attempt found the lock busy: no earlier attempt's grant is in Redis.
-          if (!result.granted && !acq.done && n === acq.sent) this.settle(ctx);
-          return result;
+          const result = await send();
+          if (result.granted || !result.lost) return result;
+          this.holdEnded(acq);
+          return send();
         },
         {
           idempotent: true,
@@ -516,6 +534,22 @@ export class RLock {
     return { acquired: true, value: { sentAt, token: result.token } };
   }
 
+  /**
+   * Redis answered that the owner's hold had ended although this client counted `acq.before` holds (its
+   * lease ran out, or the key was deleted, without the client knowing): the record of those holds is
+   * dropped (unless a grant to the same owner made a new one since), the watchdog stops renewing them and
+   * reports them lost (`lockLost`, as its next renewal would have), and the acquisition goes on from the
+   * owner's count as recorded now, so that a retry's guard is the count the script wrote on.
+   */
+  private holdEnded(acq: Acquisition): void {
+    const { ctx } = acq;
+    if (acq.hold !== undefined && ctx.holds.get(this.holdKey) === acq.hold) {
+      if (acq.hold.renewed.includes(true)) this.core.watchdog.holdsEnded(this.key, acq.owner);
+      recordReleased(ctx, this.holdKey, true, true);
+    }
+    acq.before = ctx.holds.get(this.holdKey)?.count ?? 0;
+  }
+
   /** The owner's unsettled mark on this lock (see `LockContext.unsettled`), if any. */
   private unsettled(ctx: LockContext): Unsettled | undefined {
     return ctx.unsettled?.get(this.holdKey);
@@ -541,11 +575,12 @@ export class RLock {
   }
 
   /**
-   * Runs the acquire script once (`guard`: '' or the hold count before a lost attempt) for this lock's
-   * `kind`. The fenced lock overrides it to take a token in the same script.
+   * Runs the acquire script once (`guard`: '' or the hold count before a lost attempt; `held`: the owner's
+   * hold count as this client knows it, see `holdSource`) for this lock's `kind`. The fenced lock
+   * overrides it to take a token in the same script.
    */
-  protected async runAcquire(owner: string, lease: string, guard: string): Promise<AcquireResult> {
-    return acquireResult(await ACQUIRE.run(this.core.connection, [this.key], [lease, owner, guard, this.kind]));
+  protected async runAcquire(owner: string, lease: string, guard: string, held: string): Promise<AcquireResult> {
+    return acquireResult(await ACQUIRE.run(this.core.connection, [this.key], [lease, owner, guard, this.kind, held]));
   }
 
   /**
@@ -586,23 +621,24 @@ export class RLock {
     core.checkOpen();
     const owner = this.ownerOf(ctx);
     const started = monotonic();
-    const hold = leaseMs === undefined ? this.registerHold(owner) : undefined;
+    const renewal = leaseMs === undefined ? this.registerHold(owner) : undefined;
     const lease = leaseMs ?? core.watchdog.leaseMs;
     const mark = this.unsettled(ctx);
     if (mark && mark.until <= started) this.settle(ctx);
-    const acq: Acquisition = { ctx, owner, lease, before: ctx.holds.get(this.holdKey)?.count ?? 0, armed: mark !== undefined && mark.until > started, sent: 0, flying: false, done: false };
+    const hold = ctx.holds.get(this.holdKey);
+    const acq: Acquisition = { ctx, owner, lease, hold, before: hold?.count ?? 0, armed: mark !== undefined && mark.until > started, sent: 0, flying: false, done: false };
     let grant: Grant | undefined;
     let holds = 0;
     try {
       grant = await this.waitForLock(waitMs, signal, probed(probe, (deadline) => this.attempt(acq, deadline, signal)), owner);
       if (grant) {
-        hold?.confirm(grant.sentAt);
+        renewal?.confirm(grant.sentAt);
         holds = recordAcquired(ctx, this.holdKey, leaseMs === undefined, monotonic()).count;
         if (ctx.detached) this.remember(ctx, leaseMs === undefined ? Infinity : grant.sentAt + leaseMs);
       }
     } finally {
       acq.done = true;
-      if (!grant) hold?.abandon();
+      if (!grant) renewal?.abandon();
       this.land(acq);
     }
     if (!grant) return undefined;
@@ -635,7 +671,7 @@ export class RLock {
    * Registers `owner`'s hold with the watchdog before its acquire is sent, reusing this lock's previous
    * hold record when it is free (see `Watchdog.register`); the read-write lock renews its own way.
    */
-  protected registerHold(owner: string): Hold {
+  protected registerHold(owner: string): WatchdogHold {
     const hold = this.core.watchdog.register(LOCK_RENEWAL, this.name, this.key, owner, (this.renewalKeys ??= [this.key]), this.spareHold);
     this.spareHold = hold;
     return hold;

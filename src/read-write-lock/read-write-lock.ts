@@ -4,7 +4,7 @@ import { LockUpgradeError } from '../errors.js';
 import { auxName, mainKey } from '../keys.js';
 import { acquireResult, RLock, type AcquireResult, type Grant } from '../lock/lock.js';
 import type { Attempt } from '../pubsub/wait.js';
-import type { Hold, RenewalKind } from '../watchdog/hold.js';
+import type { RenewalKind, WatchdogHold } from '../watchdog/hold.js';
 import { RW_ACQUIRE, RW_FORCE_UNLOCK, RW_IS_LOCKED, RW_RENEW, RW_UNLOCK } from './scripts.js';
 
 /** Renewal of read and write holds: each hold of the owner's field gets its own lease extended. */
@@ -152,7 +152,7 @@ abstract class ReadWriteSide extends RLock {
     return owningContext(this.shared.readHoldKey, this.shared.writeHoldKey);
   }
 
-  protected override registerHold(owner: string): Hold {
+  protected override registerHold(owner: string): WatchdogHold {
     return this.core.watchdog.register(READ_WRITE_RENEWAL, this.name, this.key, owner, this.shared.renewalKeys);
   }
 

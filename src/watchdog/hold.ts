@@ -3,7 +3,7 @@ import type { Script } from '../redis/script.js';
 /**
  * The hold lifecycle, one for every renewable or leased hold (locks and expirable permits alike):
  *
- * 1. **Registration** before the acquire is sent (`Watchdog.register` → a `Hold`), so that an unlock racing
+ * 1. **Registration** before the acquire is sent (`Watchdog.register` → a `WatchdogHold`), so that an unlock racing
  *    with the acquisition finds it;
  * 2. **confirmation** with the send time of the granting attempt (`hold.confirm(sentAt)`: the lease counts
  *    from there), or `hold.abandon()` when nothing was granted;
@@ -14,7 +14,7 @@ import type { Script } from '../redis/script.js';
  *    hold or change its lease (a permit release) **suspends** it meanwhile (`Watchdog.suspend`).
  *
  * A handle's signal follows its holds or its explicit lease through a `HoldSignal`. The record of a hold
- * (`Renewal`) is private to `src/watchdog/`: everything else sees the `Hold` interface. It allocates
+ * (`Renewal`) is private to `src/watchdog/`: everything else sees the `WatchdogHold` interface. It allocates
  * lazily (no per-hold arrays, sets or id strings), so a held watchdog lock costs a few hundred bytes.
  */
 
@@ -40,7 +40,7 @@ export function clockDriftMs(leaseMs: number): number {
 const NO_CONTROLLERS: readonly AbortController[] = Object.freeze([]);
 
 /** A registered hold, as the primitives see it (see the lifecycle above). */
-export interface Hold {
+export interface WatchdogHold {
   readonly owner: string;
   /** The acquisition sent at monotonic time `sentAt` was granted: renewed from a third of a lease later. */
   confirm(sentAt: number): void;
@@ -55,7 +55,7 @@ export interface HoldHost {
 }
 
 /** The renewal record of one hold: a (kind, key, owner) of this client. @internal Private to src/watchdog. */
-export class Renewal implements Hold {
+export class Renewal implements WatchdogHold {
   /** Acquisitions confirmed by Redis and not yet released. */
   holds = 0;
   /** Acquisitions sent but not answered yet: the hold is registered before its acquire resolves. */

@@ -5,7 +5,7 @@ import { keySlot } from '../keys.js';
 import { classify, ResponseTimeoutError } from '../redis/failures.js';
 import type { Executor } from '../redis/executor.js';
 import { monotonic } from '../time.js';
-import { clockDriftMs, Renewal, type Hold, type HoldHost, type HoldWatcher, type ReleasedHold, type RenewalKind } from './hold.js';
+import { clockDriftMs, Renewal, type WatchdogHold, type HoldHost, type HoldWatcher, type ReleasedHold, type RenewalKind } from './hold.js';
 
 /** Renewal calls the watchdog sends per event-loop turn before it yields (2,000 holds in batches of 100). */
 const DISPATCH_SLICE = 20;
@@ -88,7 +88,7 @@ export class Watchdog implements HoldHost, HoldWatcher {
    * same object registered before and dropped since (the caller's previous one), reused when no call of
    * it is in flight, so that a lock taken and released in a loop allocates no new record.
    */
-  register(kind: RenewalKind, name: string, key: string, owner: string, keys: readonly string[], spare?: Hold): Hold {
+  register(kind: RenewalKind, name: string, key: string, owner: string, keys: readonly string[], spare?: WatchdogHold): WatchdogHold {
     let renewal = this.find(key, owner);
     if (!renewal || renewal.kind !== kind) {
       const reusable = spare instanceof Renewal && spare.key === key && spare.owner === owner && spare.kind === kind && spare.revive();
@@ -99,7 +99,7 @@ export class Watchdog implements HoldHost, HoldWatcher {
     return renewal;
   }
 
-  /** @internal A hold's acquisition sent at `sentAt` was granted (`Hold.confirm`). */
+  /** @internal A hold's acquisition sent at `sentAt` was granted (`WatchdogHold.confirm`). */
   confirmed(renewal: Renewal, sentAt: number): void {
     renewal.holds++;
     renewal.deadline = Math.max(renewal.deadline, sentAt + this.leaseMs - this.driftMs);
@@ -208,6 +208,17 @@ export class Watchdog implements HoldHost, HoldWatcher {
   /** Removes a handle's signal from the hold of `owner` on `key` (its handle released it). */
   detach(key: string, owner: string, controller: AbortController): void {
     this.find(key, owner)?.unwatch(controller);
+  }
+
+  /**
+   * The holds of `owner` on `key` were found gone by an acquisition of the same owner (its acquire script
+   * answered that Redis had no hold of it, see `holdSource`): when the watchdog still renewed them, they
+   * are reported lost (`lockLost`, reason `'expired'`) as its next renewal would have, once. A registration
+   * of that acquisition (`register`) stays.
+   */
+  holdsEnded(key: string, owner: string): void {
+    const renewal = this.find(key, owner);
+    if (renewal && renewal.holds > 0) this.lose(renewal, 'expired');
   }
 
   /** Stops renewing every hold of `key` (after `forceUnlock`). */
