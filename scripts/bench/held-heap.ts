@@ -2,7 +2,8 @@
  * Heap per held watchdog lock (issue 12's "memory per held lock"): holds `N` locks of distinct names on
  * one client, without and with handles, and prints the heap growth per hold after a full GC. Run with
  * `node --expose-gc --import tsx scripts/bench/held-heap.ts [redis-url] [N]` (default
- * `redis://127.0.0.1:6379`, 10,000). Two figures per mode: the lock objects alone, and what holding adds.
+ * `redis://127.0.0.1:6379`, 10,000); `OTEL=0` creates the client with `otel: false` (no observer hold
+ * records). Two figures per mode: the lock objects alone, and what holding adds.
  */
 import { createClient } from 'redis';
 import { createLockClient, type LockHandle, type RLock } from '../../src/index.js';
