@@ -268,15 +268,6 @@ export const CATALOGUE: readonly CatalogueEntry[] = [
     pattern: '^shutdown\\(\\) tells every live hold',
   },
   {
-    id: 'suspended-not-lost',
-    mechanism: 'a renewal that finds a permit gone while its release is in flight does not report it lost (suspension)',
-    file: 'src/watchdog/watchdog.ts',
-    find: "if (renewal.suspended === 0) this.lose(renewal, 'expired');",
-    replace: "this.lose(renewal, 'expired');",
-    tests: ['test/permit-expirable-semaphore/permits.test.ts'],
-    pattern: '^RPermitExpirableSemaphore releases racing with renewals never report a permit lost',
-  },
-  {
     id: 'suspension-resumes',
     mechanism: 'a refused permit release resumes the renewals of the permits still held',
     file: 'src/permit-expirable-semaphore/semaphore.ts',
