@@ -15,7 +15,7 @@ export interface LockContext {
   readonly id: string;
   readonly parent: LockContext | undefined;
   /** The locks this context acquired, by `clientId + ' ' + key`. */
-  readonly holds: Map<string, Hold>;
+  readonly holds: HeldLocks;
   /** True for the owner of one acquisition made outside any context (never entered, never reused by another call). */
   readonly detached: boolean;
   /** A caller-given owner id (`acquire({ identifier })`), used verbatim instead of `clientId:contextId`. */
@@ -52,6 +52,39 @@ export interface Hold {
   readonly renewed: boolean[];
 }
 
+/**
+ * The locks a context holds, by hold key: the first inline, a `Map` only from the second on (most
+ * contexts, and every contextless owner, hold one lock, and an empty `Map` alone costs ~180 bytes).
+ */
+export class HeldLocks {
+  private key: string | undefined;
+  private hold: Hold | undefined;
+  private more: Map<string, Hold> | undefined;
+
+  get(key: string): Hold | undefined {
+    return key === this.key ? this.hold : this.more?.get(key);
+  }
+
+  has(key: string): boolean {
+    return this.get(key) !== undefined;
+  }
+
+  set(key: string, hold: Hold): void {
+    if (this.key === undefined || this.key === key) {
+      this.key = key;
+      this.hold = hold;
+    } else (this.more ??= new Map()).set(key, hold);
+  }
+
+  delete(key: string): void {
+    if (key !== this.key) this.more?.delete(key);
+    else {
+      this.key = undefined;
+      this.hold = undefined;
+    }
+  }
+}
+
 const storage = new AsyncLocalStorage<LockContext>();
 
 /** A random id (12 random bytes in base64url, 16 characters), for ids that must be unique across processes. */
@@ -72,7 +105,7 @@ export function newId(): string {
 
 /** A context that is not entered: the owner of one acquisition made outside any context (`owner`: a caller-given owner id). */
 export function detachedContext(owner?: string): LockContext {
-  return owner === undefined ? { id: newId(), parent: undefined, holds: new Map(), detached: true } : { id: newId(), parent: undefined, holds: new Map(), detached: true, owner };
+  return owner === undefined ? { id: newId(), parent: undefined, holds: new HeldLocks(), detached: true } : { id: newId(), parent: undefined, holds: new HeldLocks(), detached: true, owner };
 }
 
 /** The innermost context of the caller, if any. */
@@ -85,7 +118,7 @@ export function currentContext(): LockContext | undefined {
  * when the caller's contexts already hold them). Returns what `fn` returns.
  */
 export function runInContext<T>(fn: () => T): T {
-  return storage.run({ id: newId(), parent: storage.getStore(), holds: new Map(), detached: false }, fn);
+  return storage.run({ id: newId(), parent: storage.getStore(), holds: new HeldLocks(), detached: false }, fn);
 }
 
 /**
@@ -125,8 +158,13 @@ export function allLanded(ctx: LockContext, holdKey: string): Promise<void> | un
 
 /** Records one more hold, renewed by the watchdog or with a lease. Returns the hold record. */
 export function recordAcquired(ctx: LockContext, holdKey: string, renewed: boolean, now: number): Hold {
-  let hold = ctx.holds.get(holdKey);
-  if (!hold) ctx.holds.set(holdKey, (hold = { count: 0, since: now, renewed: [] }));
+  const hold = ctx.holds.get(holdKey);
+  if (!hold) {
+    // The list made with its one entry: a list that grows from empty reserves room for 16.
+    const first: Hold = { count: 1, since: now, renewed: [renewed] };
+    ctx.holds.set(holdKey, first);
+    return first;
+  }
   hold.count++;
   hold.renewed.push(renewed);
   return hold;

@@ -9,7 +9,7 @@ import { probed, type AcquireProbe } from '../observe/observer.js';
 import { WAKE_ONE, type WakeRule } from '../pubsub/channel.js';
 import { clientWait, type Attempt } from '../pubsub/wait.js';
 import { checkOptions, leaseMillis, monotonic, optionLease, optionWait, requireUnit, waitMillis, type TimeUnit } from '../time.js';
-import type { Renewal, RenewalKind } from '../watchdog/watchdog.js';
+import { HoldSignal, type RenewalKind, type WatchdogHold } from '../watchdog/hold.js';
 import { KeyEvents, type LockEvent } from './events.js';
 import { LockHandle } from './handle.js';
 import { ACQUIRE, FORCE_UNLOCK, RENEW, UNLOCK } from './scripts.js';
@@ -125,7 +125,7 @@ export interface Grant {
 }
 
 /** The renewal kind of every hash-based exclusive lock (RLock, fenced, spin). */
-export const LOCK_RENEWAL: RenewalKind = { script: RENEW, keysPerHold: 1, argsPerHold: 1 };
+export const LOCK_RENEWAL: RenewalKind = { script: RENEW, keysPerHold: 1 };
 
 /**
  * The answer of one run of an acquire script: granted (with a fencing token for fenced locks), or the
@@ -181,8 +181,10 @@ export class RLock {
   /** This lock's entry in a context's holds (`clientId + ' ' + key`; the read and write locks of one read-write lock differ). */
   protected readonly holdKey: string;
   private readonly latchPrefix: string;
-  /** The renewal of this lock's last watchdog acquisition, for `reserveRenewal` to reuse. */
-  private spareRenewal: Renewal | undefined;
+  /** The hold of this lock's last watchdog acquisition, for `registerHold` to reuse. */
+  private spareHold: WatchdogHold | undefined;
+  /** The keys the renewal script gets for a hold of this lock (see `Watchdog.register`), made on first use. */
+  private renewalKeys: readonly string[] | undefined;
   /** Listeners of the lock's key events (`addListener`), made on first use. */
   private events: KeyEvents | undefined;
   private expected: { key: string; kind: ObjectKind } | undefined;
@@ -444,15 +446,15 @@ export class RLock {
    */
   private async takeOver(ctx: LockContext, leaseMs: number | undefined): Promise<LockHandle> {
     const owner = this.ownerOf(ctx);
-    const renewal = leaseMs === undefined ? this.reserveRenewal(owner) : undefined;
+    const hold = leaseMs === undefined ? this.registerHold(owner) : undefined;
     let sentAt: number | undefined;
     try {
       sentAt = await this.setLease(ctx, leaseMs ?? this.core.watchdog.leaseMs);
     } finally {
-      if (renewal && sentAt === undefined) this.core.watchdog.abandon(renewal);
+      if (sentAt === undefined) hold?.abandon();
     }
     if (sentAt === undefined) throw new LockLostError(this.name, 'expired', { cause: new Error(`no hold of "${owner}" to take over`) });
-    if (renewal) this.core.watchdog.confirm(renewal, sentAt);
+    hold?.confirm(sentAt);
     recordAcquired(ctx, this.holdKey, leaseMs === undefined, monotonic());
     this.remember(ctx, leaseMs === undefined ? Infinity : sentAt + leaseMs);
     return this.handle(ctx, { sentAt }, leaseMs);
@@ -607,7 +609,7 @@ export class RLock {
     core.checkOpen();
     const owner = this.ownerOf(ctx);
     const started = monotonic();
-    const renewal = leaseMs === undefined ? this.reserveRenewal(owner) : undefined;
+    const renewal = leaseMs === undefined ? this.registerHold(owner) : undefined;
     const lease = leaseMs ?? core.watchdog.leaseMs;
     const mark = this.unsettled(ctx);
     if (mark && mark.until <= started) this.settle(ctx);
@@ -618,13 +620,13 @@ export class RLock {
     try {
       grant = await this.waitForLock(waitMs, signal, probed(probe, (deadline) => this.attempt(acq, deadline, signal)), owner);
       if (grant) {
-        if (renewal) core.watchdog.confirm(renewal, grant.sentAt);
+        renewal?.confirm(grant.sentAt);
         holds = recordAcquired(ctx, this.holdKey, leaseMs === undefined, monotonic()).count;
         if (ctx.detached) this.remember(ctx, leaseMs === undefined ? Infinity : grant.sentAt + leaseMs);
       }
     } finally {
       acq.done = true;
-      if (renewal && !grant) core.watchdog.abandon(renewal);
+      if (!grant) renewal?.abandon();
       this.land(acq);
     }
     if (!grant) return undefined;
@@ -639,8 +641,12 @@ export class RLock {
    */
   private remember(ctx: LockContext, until: number): void {
     const now = monotonic();
-    this.contextless = this.exclusive ? [] : this.contextless.filter((c) => c.releasing || (c.until > now && (c.until < Infinity || this.core.watchdog.get(this.key, this.ownerOf(c.ctx)) !== undefined)));
-    this.contextless.push({ ctx, until, releasing: false });
+    const held: Contextless = { ctx, until, releasing: false };
+    if (this.exclusive) this.contextless = [held]; // made with its one entry (a list grown from empty reserves room for 16)
+    else {
+      this.contextless = this.contextless.filter((c) => c.releasing || (c.until > now && (c.until < Infinity || this.core.watchdog.renews(this.key, this.ownerOf(c.ctx)))));
+      this.contextless.push(held);
+    }
   }
 
   /** Removes `ctx` from this object's contextless holds (it holds nothing any more). */
@@ -651,13 +657,12 @@ export class RLock {
 
   /**
    * Registers `owner`'s hold with the watchdog before its acquire is sent, reusing this lock's previous
-   * renewal when it is free (see `Watchdog.reserve`); the read-write lock renews its own way.
+   * hold record when it is free (see `Watchdog.register`); the read-write lock renews its own way.
    */
-  protected reserveRenewal(owner: string): Renewal {
-    const spare = this.spareRenewal?.owner === owner ? this.spareRenewal : undefined;
-    const renewal = this.core.watchdog.reserve(LOCK_RENEWAL, this.name, this.key, owner, spare?.keys ?? [this.key], spare?.args ?? [owner], spare);
-    this.spareRenewal = renewal;
-    return renewal;
+  protected registerHold(owner: string): WatchdogHold {
+    const hold = this.core.watchdog.register(LOCK_RENEWAL, this.name, this.key, owner, (this.renewalKeys ??= [this.key]), this.spareHold);
+    this.spareHold = hold;
+    return hold;
   }
 
   /**
@@ -796,34 +801,31 @@ export class RLock {
   /** Builds the handle of an acquisition by `ctx`: its signal follows the watchdog, or the explicit lease. */
   protected handle(ctx: LockContext, grant: Grant, leaseMs: number | undefined): LockHandle {
     const owner = this.ownerOf(ctx);
-    const controller = new AbortController();
-    const { watchdog } = this.core;
-    const renewal = leaseMs === undefined ? watchdog.attach(this.name, this.key, owner, controller) : undefined;
-    let unwatch = leaseMs === undefined ? undefined : watchdog.watchLease(this.name, this.key, [owner], controller, grant.sentAt, leaseMs);
+    const hold = new HoldSignal(this.core.watchdog, this.name, this.key, [owner]);
+    if (leaseMs === undefined) hold.followRenewals();
+    else hold.followLease(grant.sentAt, leaseMs);
     const extend = async (ms: number): Promise<boolean> => {
       const sentAt = await this.setLease(ctx, ms);
-      if (sentAt === undefined || controller.signal.aborted) return false;
-      unwatch?.();
-      unwatch = watchdog.watchLease(this.name, this.key, [owner], controller, sentAt, ms);
+      if (sentAt === undefined || hold.signal.aborted) return false;
+      hold.followLease(sentAt, ms);
       return true;
     };
     let renewed = leaseMs === undefined;
     const stopRefresh = (): void => {
       if (!renewed) return;
       renewed = false;
-      renewal?.controllers.delete(controller);
-      watchdog.release(this.key, owner);
+      hold.stop(true);
+      this.core.watchdog.release(this.key, owner);
     };
     return new LockHandle(
       this.name,
       owner,
-      controller.signal,
+      hold.signal,
       leaseMs,
       grant.token,
       async () => {
-        unwatch?.();
-        renewal?.controllers.delete(controller);
-        await this.unlockAs(ctx, renewed, controller);
+        hold.stop(true);
+        await this.unlockAs(ctx, renewed, hold.abortable);
       },
       this.extendable ? extend : undefined,
       stopRefresh,

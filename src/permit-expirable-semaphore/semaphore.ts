@@ -6,7 +6,7 @@ import { clientWait, type Attempt } from '../pubsub/wait.js';
 import { runObjectScript, type ObjectRunOptions, type ObjectScript } from '../redis/object-script.js';
 import { acquireOutcome, permitCount, permitDelta, permitTotal, positiveTime, requirePermitUnit, tookPermits, WAKE_BY_PERMITS } from '../semaphore/permits.js';
 import { checkOptions, leaseMillis, optionLease, optionWait, waitMillis, type TimeUnit } from '../time.js';
-import type { RenewalKind } from '../watchdog/watchdog.js';
+import { HoldSignal, type RenewalKind } from '../watchdog/hold.js';
 import { ObjectKeys } from '../object-keys.js';
 import { PermitHandle } from './handle.js';
 import { ACQUIRE, ADD_LIMIT, COUNTS, LEASE_TIME, RELEASE, RENEW, SET_LIMIT, TRY_SET_LIMIT, UPDATE_LEASE } from './scripts.js';
@@ -36,14 +36,7 @@ export interface PermitAcquireOptions {
 }
 
 /** The renewal kind of expirable permits: one hold per permit id, renewed by `permits.renew`. */
-export const PERMIT_RENEWAL: RenewalKind = { script: RENEW, keysPerHold: 1, argsPerHold: 1 };
-
-/** A renewal stopped before a release or lease change, kept to be restored if the call changed nothing. */
-interface Paused {
-  readonly id: string;
-  readonly deadline: number;
-  readonly controllers: AbortController[];
-}
+export const PERMIT_RENEWAL: RenewalKind = { script: RENEW, keysPerHold: 1 };
 
 /** Permit ids with the send time of the attempt that granted them (their lease counts from there). */
 interface Grant {
@@ -77,6 +70,8 @@ export class RPermitExpirableSemaphore {
   /** The channel releases are published on. */
   readonly channel: string;
   private readonly keys: ObjectKeys;
+  /** The keys the renewal script gets for a permit of this semaphore (see `Watchdog.register`), made on first use. */
+  private renewalKeys: readonly string[] | undefined;
 
   /** @internal Use `LockClient.getPermitExpirableSemaphore(name)`. */
   constructor(
@@ -269,7 +264,8 @@ export class RPermitExpirableSemaphore {
     core.checkOpen();
     const base = `${core.id}-${newId()}`;
     const ids = permits === 1 ? [base] : Array.from({ length: permits }, (_, i) => `${base}:${i + 1}`);
-    const renewals = leaseMs === undefined ? ids.map((id) => core.watchdog.reserve(PERMIT_RENEWAL, this.name, this.key, id, [this.key], [id])) : [];
+    const keys = (this.renewalKeys ??= [this.key]);
+    const holds = leaseMs === undefined ? ids.map((id) => core.watchdog.register(PERMIT_RENEWAL, this.name, this.key, id, keys)) : [];
     const lease = String(leaseMs ?? core.watchdog.leaseMs);
     let sentAt: number | undefined;
     try {
@@ -283,10 +279,10 @@ export class RPermitExpirableSemaphore {
         observed: { observer: core.observe, kind: 'permit_expirable_semaphore', name: this.name, key: this.key, holders: ids },
       });
     } finally {
-      if (sentAt === undefined) for (const renewal of renewals) core.watchdog.abandon(renewal);
+      if (sentAt === undefined) for (const hold of holds) hold.abandon();
     }
     if (sentAt === undefined) return undefined;
-    for (const renewal of renewals) core.watchdog.confirm(renewal, sentAt);
+    for (const hold of holds) hold.confirm(sentAt);
     return { ids, sentAt };
   }
 
@@ -317,55 +313,34 @@ export class RPermitExpirableSemaphore {
     return this.core.observe.release('permit_expirable_semaphore', this.name, this.key, ids, () => this.releaseObserved(ids), (gone) => gone.length === 0);
   }
 
-  /** `releaseIds`, unobserved. */
+  /**
+   * `releaseIds`, unobserved. The watchdog stops renewing the permits at once (`Watchdog.suspend`): for
+   * good once released (or when the call failed); those still held when others were not are renewed again.
+   */
   private async releaseObserved(ids: readonly string[]): Promise<string[]> {
-    const paused = this.pauseRenewals(ids);
-    const gone = notHeld(ids, await this.run('permits.release', RELEASE, ids));
-    if (gone.length > 0) this.resumeRenewals(paused, gone);
-    return gone;
-  }
-
-  /** Gives `ids` a lease of `leaseMs` from now, all or nothing; resolves to the ids that were not held. */
-  private async updateIds(ids: readonly string[], leaseMs: number, onSend?: (at: number) => void): Promise<string[]> {
-    const paused = this.pauseRenewals(ids);
-    let reply: unknown;
+    const resume = this.core.watchdog.suspend(this.key, ids);
+    let gone: string[] | undefined;
     try {
-      reply = await this.run('permits.updateLeaseTime', UPDATE_LEASE, [String(leaseMs), ...ids], { onSend });
-    } catch (error) {
-      this.resumeRenewals(paused, []);
-      throw error;
+      gone = notHeld(ids, await this.run('permits.release', RELEASE, ids));
+    } finally {
+      resume(ended(gone ?? []));
     }
-    const gone = notHeld(ids, reply);
-    if (gone.length > 0) this.resumeRenewals(paused, gone);
     return gone;
   }
 
   /**
-   * Stops the watchdog renewing `ids` before a call that ends or changes their lease, so that no renewal
-   * of a permit released meanwhile reports it lost. Returns what is needed to restore them.
+   * Gives `ids` a lease of `leaseMs` from now, all or nothing; resolves to the ids that were not held. The
+   * watchdog stops renewing the permits when they got the lease, and renews them again when the call changed nothing.
    */
-  private pauseRenewals(ids: readonly string[]): Paused[] {
-    const { watchdog } = this.core;
-    const paused: Paused[] = [];
-    for (const id of ids) {
-      const renewal = watchdog.get(this.key, id);
-      if (!renewal) continue;
-      paused.push({ id, deadline: renewal.deadline, controllers: [...renewal.controllers] });
-      watchdog.release(this.key, id);
+  private async updateIds(ids: readonly string[], leaseMs: number, onSend?: (at: number) => void): Promise<string[]> {
+    const resume = this.core.watchdog.suspend(this.key, ids);
+    let gone: string[] | undefined;
+    try {
+      gone = notHeld(ids, await this.run('permits.updateLeaseTime', UPDATE_LEASE, [String(leaseMs), ...ids], { onSend }));
+    } finally {
+      resume(gone === undefined ? () => false : ended(gone));
     }
-    return paused;
-  }
-
-  /** The call changed nothing: renew the paused permits again (except those found gone), from their last renewal. */
-  private resumeRenewals(paused: readonly Paused[], gone: readonly string[]): void {
-    const { watchdog } = this.core;
-    const lost = new Set(gone);
-    for (const { id, deadline, controllers } of paused) {
-      if (lost.has(id)) continue;
-      const renewal = watchdog.reserve(PERMIT_RENEWAL, this.name, this.key, id, [this.key], [id]);
-      watchdog.confirm(renewal, deadline - watchdog.leaseMs);
-      for (const controller of controllers) renewal.watch(controller);
-    }
+    return gone;
   }
 
   /**
@@ -373,21 +348,12 @@ export class RPermitExpirableSemaphore {
    * with `'shutdown'` when the client shuts down while the permits are held).
    */
   private handle(grant: Grant, leaseMs: number | undefined): PermitHandle {
-    const controller = new AbortController();
-    const { watchdog } = this.core;
-    let unwatch: (() => void) | undefined;
-    const armLease = (from: number, lease: number): void => {
-      unwatch?.();
-      unwatch = watchdog.watchLease(this.name, this.key, grant.ids, controller, from, lease);
-    };
-    if (leaseMs === undefined) {
-      for (const id of grant.ids) watchdog.attach(this.name, this.key, id, controller);
-    } else {
-      armLease(grant.sentAt, leaseMs);
-    }
-    return new PermitHandle(this.name, grant.ids, controller.signal, leaseMs, {
+    const hold = new HoldSignal(this.core.watchdog, this.name, this.key, grant.ids);
+    if (leaseMs === undefined) hold.followRenewals();
+    else hold.followLease(grant.sentAt, leaseMs);
+    return new PermitHandle(this.name, grant.ids, hold.signal, leaseMs, {
       release: async () => {
-        unwatch?.();
+        hold.stop(false);
         const gone = await this.releaseIds(grant.ids);
         if (gone.length > 0) throw this.notHeld(gone);
       },
@@ -396,7 +362,7 @@ export class RPermitExpirableSemaphore {
         let sentAt = 0;
         const gone = await this.updateIds(grant.ids, lease, (at) => (sentAt = at));
         if (gone.length > 0) throw this.notHeld(gone);
-        armLease(sentAt, lease);
+        hold.followLease(sentAt, lease);
         return lease;
       },
     });
@@ -417,6 +383,16 @@ export class RPermitExpirableSemaphore {
       expects: { key: this.key, kind: 'expirable-semaphore' },
     });
   }
+}
+
+/**
+ * Which permits a release or lease change ended (for `Watchdog.suspend`): all when none was `gone` (the
+ * call applied to all), else the gone ones only (all or nothing: the others are still held as they were).
+ */
+function ended(gone: readonly string[]): (id: string) => boolean {
+  if (gone.length === 0) return () => true;
+  const set = new Set(gone);
+  return (id) => set.has(id);
 }
 
 /** A release or lease-change reply: the positions (from 1) of the ids not held, or a count when all were. */

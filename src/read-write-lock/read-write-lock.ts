@@ -4,11 +4,11 @@ import { LockUpgradeError } from '../errors.js';
 import { auxName, mainKey } from '../keys.js';
 import { acquireResult, RLock, type AcquireResult, type Grant } from '../lock/lock.js';
 import type { Attempt } from '../pubsub/wait.js';
-import type { Renewal, RenewalKind } from '../watchdog/watchdog.js';
+import type { RenewalKind, WatchdogHold } from '../watchdog/hold.js';
 import { RW_ACQUIRE, RW_FORCE_UNLOCK, RW_IS_LOCKED, RW_RENEW, RW_UNLOCK } from './scripts.js';
 
 /** Renewal of read and write holds: each hold of the owner's field gets its own lease extended. */
-export const READ_WRITE_RENEWAL: RenewalKind = { script: RW_RENEW, keysPerHold: 2, argsPerHold: 1 };
+export const READ_WRITE_RENEWAL: RenewalKind = { script: RW_RENEW, keysPerHold: 2 };
 
 /** `1` (a write unlock, a downgrade, a force unlock) wakes every local waiter; `0` (the last reader left) one. */
 const READ_WRITE_WAKE = (message: string): number => (message === '1' ? Infinity : 1);
@@ -18,6 +18,8 @@ const WRITE_SUFFIX = ':write';
 /** What the read and write locks of one `RReadWriteLock` share. */
 interface Shared {
   readonly leasesKey: string;
+  /** The keys the renewal script gets for a hold of either side (`[key, leasesKey]`). */
+  readonly renewalKeys: readonly string[];
   readonly channel: string;
   readonly readHoldKey: string;
   readonly writeHoldKey: string;
@@ -63,8 +65,10 @@ export class RReadWriteLock {
     readonly name: string,
   ) {
     this.key = mainKey(core.keyPrefix, name);
+    const leasesKey = auxName(core.keyPrefix, 'leases', this.key);
     const shared: Shared = {
-      leasesKey: auxName(core.keyPrefix, 'leases', this.key),
+      leasesKey,
+      renewalKeys: [this.key, leasesKey],
       channel: auxName(core.keyPrefix, 'rwlock', this.key),
       readHoldKey: `${core.id} ${this.key} read`,
       writeHoldKey: `${core.id} ${this.key} write`,
@@ -148,8 +152,8 @@ abstract class ReadWriteSide extends RLock {
     return owningContext(this.shared.readHoldKey, this.shared.writeHoldKey);
   }
 
-  protected override reserveRenewal(owner: string): Renewal {
-    return this.core.watchdog.reserve(READ_WRITE_RENEWAL, this.name, this.key, owner, [this.key, this.leasesKey], [owner]);
+  protected override registerHold(owner: string): WatchdogHold {
+    return this.core.watchdog.register(READ_WRITE_RENEWAL, this.name, this.key, owner, this.shared.renewalKeys);
   }
 
   protected override async runAcquire(owner: string, lease: string, guard: string): Promise<AcquireResult> {

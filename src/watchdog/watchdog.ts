@@ -4,19 +4,8 @@ import { outsideContexts } from '../context.js';
 import { keySlot } from '../keys.js';
 import { classify, ResponseTimeoutError } from '../redis/failures.js';
 import type { Executor } from '../redis/executor.js';
-import type { Script } from '../redis/script.js';
 import { monotonic } from '../time.js';
-
-/**
- * A kind of renewable hold and the script that renews a batch of them. The script gets the keys of
- * every hold in the batch (`keysPerHold` each, in order), `ARGV[1]` = lease in milliseconds, then the
- * arguments of every hold (`argsPerHold` each), and returns one integer per hold: 1 renewed, 0 gone.
- */
-export interface RenewalKind {
-  readonly script: Script;
-  readonly keysPerHold: number;
-  readonly argsPerHold: number;
-}
+import { clockDriftMs, Renewal, type WatchdogHold, type HoldHost, type HoldWatcher, type ReleasedHold, type RenewalKind } from './hold.js';
 
 /** Renewal calls the watchdog sends per event-loop turn before it yields (2,000 holds in batches of 100). */
 const DISPATCH_SLICE = 20;
@@ -36,90 +25,27 @@ export interface LockLostEvent {
 }
 
 /**
- * How much earlier than Redis the watchdog ends a lease it could not renew, in ms: 1% of the lease plus
- * 2 ms (Redlock's clock drift factor). The client's clock and Redis's may run at slightly different rates
- * and timers fire late, so a holder must stop believing a little before Redis can expire its key.
+ * The watchdog (Redisson's `LockRenewalScheduler`): one per client, it keeps the holds taken without a
+ * lease alive and runs their lifecycle (see `hold.ts`). Each hold is renewed `lockWatchdogTimeout / 3`
+ * after its acquisition or last renewal, in batches of at most `batchSize` holds of one kind and one
+ * cluster slot per script call; holds due within a quarter interval of each other share a batch.
+ * Transient errors are retried with backoff until the hold's local lease deadline (monotonic clock,
+ * ending `clockDriftMs` before Redis's TTL). A hold is lost when a renewal finds it gone or its deadline
+ * passes, also while a renewal is still waiting for its reply, or when its own unlock finds it gone first
+ * (`reportLost`): its signals abort and `onLost` runs, once. It also watches the explicit leases of
+ * handles (`watchLease`), so that `stop()` (shutdown) can tell every live hold. Nothing here throws out
+ * of a timer; timers are unref()ed.
  */
-export function clockDriftMs(leaseMs: number): number {
-  return leaseMs / 100 + 2;
-}
-
-/** One renewable hold: a (kind, key, owner) of this client, with its local lease deadline. */
-/** The controllers of every renewal without a handle: empty, never added to (see `Renewal.watch`). */
-const NO_HANDLES = new Set<AbortController>();
-
-export class Renewal {
-  /** Acquisitions confirmed by Redis and not yet released. */
-  holds = 0;
-  /** Acquisitions sent but not answered yet: the hold is registered before its acquire resolves. */
-  pending = 0;
+export class Watchdog implements HoldHost, HoldWatcher {
   /**
-   * Monotonic time at which the lease ends unless renewed: send time of the last success + lease − clock
-   * drift (`clockDriftMs`), so it ends before the TTL Redis set.
+   * Registered holds by key: the hold, or (only while a key has holds of several owners: read locks,
+   * permits) a map of them by owner. Most keys have one, so no per-key map or id string is made.
    */
-  deadline = 0;
-  /** Monotonic time of the next renewal. */
-  nextAt = 0;
-  failures = 0;
-  inFlight = false;
-  lastError: unknown = undefined;
-  /**
-   * Aborted (with a `LockLostError`) when the hold is lost. The shared empty set until a handle watches
-   * the hold (`watch`): most holds have no handle (`lock()`), so none allocates a set of its own.
-   */
-  controllers: Set<AbortController> = NO_HANDLES;
-  /** Holds of one group (kind and cluster slot) can share a renewal call. */
-  readonly group: string;
-
-  /**
-   * Makes a dropped renewal new again for `Watchdog.reserve`; false (and unchanged) when it is still in
-   * use: holding, pending, or with a renewal call in flight whose reply must not touch a new hold.
-   */
-  /** Adds the controller of a handle on this hold (aborted when it is lost). */
-  watch(controller: AbortController): void {
-    if (this.controllers === NO_HANDLES) this.controllers = new Set();
-    this.controllers.add(controller);
-  }
-
-  revive(): boolean {
-    if (this.holds > 0 || this.pending > 0 || this.inFlight || this.controllers.size > 0) return false;
-    this.deadline = 0;
-    this.nextAt = 0;
-    this.failures = 0;
-    this.lastError = undefined;
-    return true;
-  }
-
-  constructor(
-    readonly id: string,
-    readonly kind: RenewalKind,
-    readonly name: string,
-    readonly key: string,
-    readonly owner: string,
-    readonly keys: readonly string[],
-    readonly args: readonly string[],
-    readonly slot: number,
-  ) {
-    this.group = `${slot}\u0000${kind.script.sha}`;
-  }
-}
-
-/**
- * The watchdog (Redisson's `LockRenewalScheduler`): one per client, it keeps holds taken without a
- * lease alive. Each hold is renewed `lockWatchdogTimeout / 3` after its acquisition or last renewal, in
- * batches of at most `batchSize` holds of one kind and one cluster slot per script call; holds due
- * within a quarter interval of each other share a batch. Transient errors are retried with backoff until
- * the hold's local lease deadline (monotonic clock, ending `clockDriftMs` before Redis's TTL). A hold is
- * lost when a renewal finds it gone or its deadline passes, also while a renewal is still waiting for its
- * reply, or when its own unlock finds it gone first (`reportLost`): its signals abort and `onLost` runs,
- * once. It also watches the explicit leases of handles (`watchLease`), so that `stop()` (shutdown) can tell
- * every live hold. Nothing here throws out of a timer; timers are unref()ed.
- */
-export class Watchdog {
-  /** Holds waiting for their next renewal, by id, in order of `nextAt`. */
-  private readonly queue = new Map<string, Renewal>();
-  private readonly retrying = new Map<string, Renewal>();
-  private readonly all = new Map<string, Renewal>();
+  private readonly all = new Map<string, Renewal | Map<string, Renewal>>();
+  private count = 0;
+  /** Holds waiting for their next renewal, in order of `nextAt`. */
+  private readonly queue = new Set<Renewal>();
+  private readonly retrying = new Set<Renewal>();
   /** Explicit leases of handles being watched (`watchLease`), told at shutdown. */
   private readonly leases = new Set<LeaseWatch>();
   private timer: NodeJS.Timeout | undefined;
@@ -152,39 +78,32 @@ export class Watchdog {
 
   /** Number of holds being renewed (for tests and diagnostics). */
   get size(): number {
-    return this.all.size;
+    return this.count;
   }
 
   /**
-   * Registers an acquisition about to be sent, so that an unlock racing with it can cancel it. Follow
-   * with `confirm()` when Redis granted it or `abandon()` when it did not. `spare`: a renewal of the
-   * same hold that was dropped since (the caller's previous one), reused when no call of it is in flight,
-   * so that a lock taken and released in a loop allocates no new renewal.
+   * Registers an acquisition of `owner` on `key` about to be sent, so that an unlock racing with it can
+   * cancel it; `keys` are the keys its renewal script gets (an array the object shares between its holds).
+   * Follow with `confirm()` when Redis granted it or `abandon()` when it did not. `spare`: a hold of the
+   * same object registered before and dropped since (the caller's previous one), reused when no call of
+   * it is in flight, so that a lock taken and released in a loop allocates no new record.
    */
-  reserve(kind: RenewalKind, name: string, key: string, owner: string, keys: readonly string[], args: readonly string[], spare?: Renewal): Renewal {
-    const id = spare !== undefined && spare.key === key && spare.owner === owner ? spare.id : `${key}\u0000${owner}`;
-    let renewal = this.all.get(id);
+  register(kind: RenewalKind, name: string, key: string, owner: string, keys: readonly string[], spare?: WatchdogHold): WatchdogHold {
+    let renewal = this.find(key, owner);
     if (!renewal || renewal.kind !== kind) {
-      renewal = spare?.id === id && spare.kind === kind && spare !== renewal && spare.revive() ? spare : new Renewal(id, kind, name, key, owner, keys, args, this.clustered ? keySlot(key) : 0);
-      this.all.set(id, renewal);
+      const reusable = spare instanceof Renewal && spare.key === key && spare.owner === owner && spare.kind === kind && spare.revive();
+      renewal = reusable ? spare : new Renewal(this, kind, name, key, owner, keys, this.clustered ? keySlot(key) : 0);
+      this.index(renewal);
     }
     renewal.pending++;
     return renewal;
   }
 
-  /** The acquisition sent at monotonic time `sentAt` was granted: renew from a third of a lease later. */
-  confirm(renewal: Renewal, sentAt: number): void {
-    renewal.pending--;
-    if (this.all.get(renewal.id) !== renewal) return;
+  /** @internal A hold's acquisition sent at `sentAt` was granted (`WatchdogHold.confirm`). */
+  confirmed(renewal: Renewal, sentAt: number): void {
     renewal.holds++;
     renewal.deadline = Math.max(renewal.deadline, sentAt + this.leaseMs - this.driftMs);
-    if (!renewal.inFlight && !this.queue.has(renewal.id) && !this.retrying.has(renewal.id)) this.schedule(renewal, sentAt + this.intervalMs);
-  }
-
-  /** The acquisition was not granted (busy, error, given up). */
-  abandon(renewal: Renewal): void {
-    renewal.pending--;
-    this.dropIfIdle(renewal);
+    if (!renewal.inFlight && !this.queue.has(renewal) && !this.retrying.has(renewal)) this.schedule(renewal, sentAt + this.intervalMs);
   }
 
   /**
@@ -193,11 +112,11 @@ export class Watchdog {
    * (`reportLost`) if Redis then answers that it was gone; undefined otherwise.
    */
   release(key: string, owner: string): ReleasedHold | undefined {
-    const renewal = this.all.get(`${key}\u0000${owner}`);
+    const renewal = this.find(key, owner);
     if (!renewal) return undefined;
     const last = renewal.holds === 1;
     if (renewal.holds > 0) renewal.holds--;
-    const released = last ? { renewal, deadline: renewal.deadline, lastError: renewal.lastError, controllers: renewal.controllers.size > 0 ? [...renewal.controllers] : NO_CONTROLLERS } : undefined;
+    const released = last ? { renewal, deadline: renewal.deadline, lastError: renewal.lastError, controllers: renewal.watchers() } : undefined;
     this.dropIfIdle(renewal);
     return released;
   }
@@ -215,6 +134,36 @@ export class Watchdog {
     const { name, key, owner } = hold.renewal;
     this.log.warn({ lock: name, key, owner, reason }, 'lock lost (found by its unlock)');
     this.tell(name, key, [owner], reason, controller ? [...hold.controllers, controller] : hold.controllers, late ? hold.lastError : undefined);
+  }
+
+  /**
+   * Suspends the renewals of the holds of `owners` on `key` while a call that may end them or change
+   * their lease is in flight (a permit release, `updateLeaseTime`): no renewal is sent for them and no
+   * renewal reply or passing deadline reports them lost meanwhile. End it with the returned function:
+   * `ended(owner)` says which holds the call ended (they are dropped; their handles are no longer told
+   * of anything); the others are renewed again from their last renewal (at once when one was skipped).
+   */
+  suspend(key: string, owners: readonly string[]): (ended: (owner: string) => boolean) => void {
+    const suspended: Renewal[] = [];
+    for (const owner of owners) {
+      const renewal = this.find(key, owner);
+      if (!renewal || renewal.holds === 0) continue;
+      renewal.suspended++;
+      suspended.push(renewal);
+    }
+    return (ended) => {
+      const now = monotonic();
+      for (const renewal of suspended) {
+        renewal.suspended--;
+        if (!renewal.live) continue;
+        if (ended(renewal.owner)) {
+          renewal.holds = 0;
+          this.dropIfIdle(renewal);
+        } else if (renewal.suspended === 0 && !renewal.inFlight && !this.queue.has(renewal) && !this.retrying.has(renewal)) {
+          this.schedule(renewal, now, true);
+        }
+      }
+    };
   }
 
   /**
@@ -250,38 +199,40 @@ export class Watchdog {
    * hold the watchdog no longer has (the client shut down, or the hold was lost and reported, between the
    * grant and the handle) aborts it at once; `lockLost` was emitted then, if at all, not again.
    */
-  attach(name: string, key: string, owner: string, controller: AbortController): Renewal | undefined {
-    const renewal = this.get(key, owner);
-    if (renewal) renewal.watch(controller);
+  attach(name: string, key: string, owner: string, controller: AbortController): void {
+    const renewal = this.find(key, owner);
+    if (renewal && renewal.holds > 0) renewal.watch(controller);
     else controller.abort(new LockLostError(name, this.stopped ? 'shutdown' : 'expired'));
-    return renewal;
+  }
+
+  /** Removes a handle's signal from the hold of `owner` on `key` (its handle released it). */
+  detach(key: string, owner: string, controller: AbortController): void {
+    this.find(key, owner)?.unwatch(controller);
   }
 
   /**
    * The holds of `owner` on `key` were found gone by an acquisition of the same owner (its acquire script
    * answered that Redis had no hold of it, see `holdSource`): when the watchdog still renewed them, they
-   * are reported lost (`lockLost`, reason `'expired'`) as its next renewal would have, once. A reservation
-   * of that acquisition (`reserve`) stays.
+   * are reported lost (`lockLost`, reason `'expired'`) as its next renewal would have, once. A registration
+   * of that acquisition (`register`) stays.
    */
   holdsEnded(key: string, owner: string): void {
-    const renewal = this.all.get(`${key}\u0000${owner}`);
+    const renewal = this.find(key, owner);
     if (renewal && renewal.holds > 0) this.lose(renewal, 'expired');
   }
 
   /** Stops renewing every hold of `key` (after `forceUnlock`). */
   forget(key: string): void {
-    for (const renewal of this.all.values()) {
-      if (renewal.key === key) {
-        renewal.holds = 0;
-        this.dropIfIdle(renewal);
-      }
+    const entry = this.all.get(key);
+    for (const renewal of entry instanceof Map ? [...entry.values()] : entry ? [entry] : []) {
+      renewal.holds = 0;
+      this.dropIfIdle(renewal);
     }
   }
 
-  /** The registered hold of `owner` on `key`, if it is being renewed. */
-  get(key: string, owner: string): Renewal | undefined {
-    const renewal = this.all.get(`${key}\u0000${owner}`);
-    return renewal && renewal.holds > 0 ? renewal : undefined;
+  /** Whether the hold of `owner` on `key` is being renewed. */
+  renews(key: string, owner: string): boolean {
+    return (this.find(key, owner)?.holds ?? 0) > 0;
   }
 
   /**
@@ -290,46 +241,86 @@ export class Watchdog {
    */
   renewAllNow(): void {
     const now = monotonic();
-    for (const renewal of [...this.queue.values()]) this.schedule(renewal, now, true);
+    for (const renewal of [...this.queue]) this.schedule(renewal, now, true);
   }
 
   /**
-   * Stops all renewals (shutdown); the keys expire within one lease. Every hold still renewed, and every
-   * handle's explicit lease still watched, is reported lost with reason `'shutdown'`: its signals abort and
-   * `lockLost` fires (once per owner).
+   * Stops all renewals (shutdown); the keys expire within one lease. Every hold still renewed (and not
+   * being released), and every handle's explicit lease still watched, is reported lost with reason
+   * `'shutdown'`: its signals abort and `lockLost` fires (once per owner).
    */
   stop(): void {
     this.stopped = true;
     if (this.timer) clearTimeout(this.timer);
     this.timer = undefined;
-    const renewed = [...this.all.values()].filter((renewal) => renewal.holds > 0);
+    const renewed = [...this.renewals()].filter((renewal) => renewal.holds > 0 && renewal.suspended === 0);
     const leases = [...this.leases];
+    for (const renewal of this.renewals()) renewal.live = false;
     this.queue.clear();
     this.retrying.clear();
     this.all.clear();
+    this.count = 0;
     this.leases.clear();
     if (renewed.length + leases.length > 0) this.log.info({ renewed: renewed.length, leased: leases.length }, 'shutdown: holds given up (they expire with their leases)');
-    for (const renewal of renewed) this.tell(renewal.name, renewal.key, [renewal.owner], 'shutdown', [...renewal.controllers]);
+    for (const renewal of renewed) this.tell(renewal.name, renewal.key, [renewal.owner], 'shutdown', renewal.watchers());
     for (const watch of leases) {
       clearTimeout(watch.timer);
       this.tell(watch.name, watch.key, watch.owners, 'shutdown', [watch.controller]);
     }
   }
 
-  private dropIfIdle(renewal: Renewal): void {
-    if (renewal.holds > 0 || renewal.pending > 0) return;
-    if (this.all.get(renewal.id) === renewal) this.all.delete(renewal.id);
-    this.queue.delete(renewal.id);
-    this.retrying.delete(renewal.id);
-    for (const controller of renewal.controllers) renewal.controllers.delete(controller);
+  /** @internal Drops a hold with nothing held or pending: no renewal is sent for it again. */
+  dropIfIdle(renewal: Renewal): void {
+    if (renewal.holds > 0 || renewal.pending > 0 || !renewal.live) return;
+    renewal.live = false;
+    this.unindex(renewal);
+    this.queue.delete(renewal);
+    this.retrying.delete(renewal);
+    renewal.unwatchAll();
+  }
+
+  /** The registered hold of `owner` on `key`, if any. */
+  private find(key: string, owner: string): Renewal | undefined {
+    const entry = this.all.get(key);
+    return entry instanceof Map ? entry.get(owner) : entry?.owner === owner ? entry : undefined;
+  }
+
+  /** Adds `renewal` to the index, in place of a hold of the same owner and key. */
+  private index(renewal: Renewal): void {
+    const { key, owner } = renewal;
+    const entry = this.all.get(key);
+    const previous = entry instanceof Map ? entry.get(owner) : entry?.owner === owner ? entry : undefined;
+    if (previous) previous.live = false;
+    else this.count++;
+    if (entry instanceof Map) entry.set(owner, renewal);
+    else if (entry && !previous) this.all.set(key, new Map([[entry.owner, entry], [owner, renewal]]));
+    else this.all.set(key, renewal);
+  }
+
+  private unindex(renewal: Renewal): void {
+    const entry = this.all.get(renewal.key);
+    if (entry === renewal) this.all.delete(renewal.key);
+    else if (entry instanceof Map && entry.get(renewal.owner) === renewal) {
+      entry.delete(renewal.owner);
+      if (entry.size === 1) this.all.set(renewal.key, entry.values().next().value!);
+    } else return;
+    this.count--;
+  }
+
+  /** Every registered hold. */
+  private *renewals(): IterableIterator<Renewal> {
+    for (const entry of this.all.values()) {
+      if (entry instanceof Map) yield* entry.values();
+      else yield entry;
+    }
   }
 
   /** Normal renewals are appended, so `queue` stays in `nextAt` order; retries (few) are kept apart. */
   private schedule(renewal: Renewal, at: number, retry = false): void {
     renewal.nextAt = at;
-    this.queue.delete(renewal.id);
-    this.retrying.delete(renewal.id);
-    (retry ? this.retrying : this.queue).set(renewal.id, renewal);
+    this.queue.delete(renewal);
+    this.retrying.delete(renewal);
+    (retry ? this.retrying : this.queue).add(renewal);
     if (at < this.timerAt) this.arm(at);
   }
 
@@ -344,7 +335,8 @@ export class Watchdog {
   /**
    * Renews the holds that are due (or due within a quarter interval, so they share calls), at most
    * `DISPATCH_SLICE` calls' worth per event-loop turn: with 100,000 holds the rest follows on the next
-   * turns instead of blocking the application while every call is built.
+   * turns instead of blocking the application while every call is built. A suspended hold is skipped
+   * (its suspension reschedules it).
    */
   private tick(): void {
     this.timer = undefined;
@@ -353,31 +345,32 @@ export class Watchdog {
     const horizon = now + this.intervalMs / 4;
     const limit = DISPATCH_SLICE * this.batchSize;
     const due: Renewal[] = [];
-    for (const renewal of this.queue.values()) {
+    for (const renewal of this.queue) {
       if (renewal.nextAt > horizon || due.length >= limit) break;
       due.push(renewal);
     }
-    for (const renewal of this.retrying.values()) if (renewal.nextAt <= now) due.push(renewal);
+    for (const renewal of this.retrying) if (renewal.nextAt <= now) due.push(renewal);
 
     const batches = new Map<string, Renewal[]>();
     for (const renewal of due) {
-      this.queue.delete(renewal.id);
-      this.retrying.delete(renewal.id);
-      if (renewal.holds === 0) continue;
+      this.queue.delete(renewal);
+      this.retrying.delete(renewal);
+      if (renewal.holds === 0 || renewal.suspended > 0) continue;
       if (renewal.deadline <= now) {
         this.lose(renewal, renewal.lastError === undefined ? 'renewal-late' : 'renewal-failed', renewal.lastError);
         continue;
       }
-      const batch = batches.get(renewal.group);
+      const group = `${renewal.slot}\u0000${renewal.kind.script.sha}`;
+      const batch = batches.get(group);
       if (batch) batch.push(renewal);
-      else batches.set(renewal.group, [renewal]);
+      else batches.set(group, [renewal]);
     }
     for (const batch of batches.values()) {
       for (let i = 0; i < batch.length; i += this.batchSize) void this.renew(batch.slice(i, i + this.batchSize));
     }
 
     let earliest = this.queue.values().next().value?.nextAt ?? Infinity;
-    for (const renewal of this.retrying.values()) earliest = Math.min(earliest, renewal.nextAt);
+    for (const renewal of this.retrying) earliest = Math.min(earliest, renewal.nextAt);
     if (earliest < Infinity) this.arm(earliest);
   }
 
@@ -389,7 +382,7 @@ export class Watchdog {
     for (const renewal of batch) {
       renewal.inFlight = true;
       keys.push(...renewal.keys);
-      args.push(...renewal.args);
+      args.push(renewal.owner);
       earliestDeadline = Math.min(earliestDeadline, renewal.deadline);
     }
     const sentAt = monotonic();
@@ -411,22 +404,23 @@ export class Watchdog {
     let gone = 0;
     batch.forEach((renewal, i) => {
       renewal.inFlight = false;
-      if (this.all.get(renewal.id) !== renewal || renewal.holds === 0) return;
+      if (!renewal.live || renewal.holds === 0) return;
       if (failure !== undefined) {
         renewal.failures++;
         renewal.lastError = failure;
         const backoff = Math.min(this.intervalMs, 50 * 2 ** renewal.failures);
-        this.schedule(renewal, Math.min(now + backoff, renewal.deadline), true);
+        if (renewal.suspended === 0) this.schedule(renewal, Math.min(now + backoff, renewal.deadline), true);
         return;
       }
       if (Array.isArray(results) && Number(results[i]) === 1) {
         renewal.failures = 0;
         renewal.lastError = undefined;
         renewal.deadline = sentAt + this.leaseMs - this.driftMs;
-        this.schedule(renewal, sentAt + this.intervalMs);
+        if (renewal.suspended === 0) this.schedule(renewal, sentAt + this.intervalMs);
         renewed++;
       } else {
-        this.lose(renewal, 'expired');
+        // Found gone: lost, unless a call that may have ended it is in flight (its outcome decides).
+        if (renewal.suspended === 0) this.lose(renewal, 'expired');
         gone++;
       }
     });
@@ -447,10 +441,10 @@ export class Watchdog {
   }
 
   private lose(renewal: Renewal, reason: LockLostError['reason'], cause?: unknown): void {
-    const controllers = [...renewal.controllers];
+    const controllers = renewal.watchers();
     renewal.holds = 0;
-    renewal.controllers.clear();
     this.dropIfIdle(renewal);
+    renewal.unwatchAll();
     this.log.warn({ lock: renewal.name, key: renewal.key, owner: renewal.owner, reason }, 'lock lost');
     this.tell(renewal.name, renewal.key, [renewal.owner], reason, controllers, cause);
   }
@@ -467,18 +461,6 @@ export class Watchdog {
       }
     }
   }
-}
-
-const NO_CONTROLLERS: readonly AbortController[] = Object.freeze([]);
-
-/** What `Watchdog.release()` returns when it released a renewal's last hold (see `reportLost`). */
-export interface ReleasedHold {
-  readonly renewal: Renewal;
-  /** The hold's local deadline when it was released (monotonic ms). */
-  readonly deadline: number;
-  readonly lastError: unknown;
-  /** The signals still attached to the hold when it was released. */
-  readonly controllers: readonly AbortController[];
 }
 
 /** A handle's explicit lease being watched (see `Watchdog.watchLease`). */
