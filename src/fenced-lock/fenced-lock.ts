@@ -1,6 +1,7 @@
 import type { Core } from '../core.js';
 import { auxName } from '../keys.js';
-import { requireUnit, RLock, tryLockTimes, type AcquireResult } from '../lock/lock.js';
+import { requireUnit, RLock, tryLockTimes } from '../lock/lock.js';
+import type { AcquireResult } from '../lock/scripts.js';
 import { leaseMillis, type TimeUnit } from '../time.js';
 import { FENCED_ACQUIRE } from './scripts.js';
 
@@ -68,7 +69,6 @@ export class FencedLock extends RLock {
   }
 
   protected override async runAcquire(owner: string, lease: string, guard: string): Promise<AcquireResult> {
-    const [granted, value] = (await FENCED_ACQUIRE.run(this.core.connection, [this.key, this.fenceKey], [lease, owner, guard, this.kind])) as [number, string | number];
-    return Number(granted) === 1 ? { granted: true, token: BigInt(value) } : { granted: false, ttl: Number(value) };
+    return FENCED_ACQUIRE.run(this.core.connection, { lock: this.key, fence: this.fenceKey, leaseMs: lease, owner, guard, kind: this.kind });
   }
 }

@@ -87,7 +87,7 @@ export class RPermitExpirableSemaphore {
     this.key = mainKey(core.keyPrefix, name);
     this.permitsKey = auxName(core.keyPrefix, 'permits', this.key);
     this.channel = auxName(core.keyPrefix, 'channel', this.key, 'permits');
-    this.keys = new ObjectKeys(core, 'expirable-semaphore', [this.key, this.permitsKey], this.channel, '');
+    this.keys = new ObjectKeys(core, 'expirable-semaphore', this.key, [this.permitsKey], this.channel, '');
   }
 
   /** The name given to `getPermitExpirableSemaphore()` (Redisson's `getName()`). */
@@ -197,7 +197,7 @@ export class RPermitExpirableSemaphore {
    * `ClientClosedError`.
    */
   async setPermits(permits: number): Promise<void> {
-    await this.run('permits.setPermits', SET_LIMIT, [String(permitTotal(permits))]);
+    await this.run('permits.setPermits', SET_LIMIT, { total: String(permitTotal(permits)) });
   }
 
   /**
@@ -210,7 +210,7 @@ export class RPermitExpirableSemaphore {
    */
   async trySetPermits(permits: number, timeToLive?: number, unit?: TimeUnit): Promise<boolean> {
     const ttl = timeToLive === undefined ? '' : String(positiveTime(timeToLive, unit, 'timeToLive'));
-    return Number(await this.run('permits.trySetPermits', TRY_SET_LIMIT, [String(permitTotal(permits)), ttl])) === 1;
+    return this.run('permits.trySetPermits', TRY_SET_LIMIT, { total: String(permitTotal(permits)), ttlMs: ttl });
   }
 
   /**
@@ -221,7 +221,7 @@ export class RPermitExpirableSemaphore {
    */
   async getLeaseTime(permitId: string): Promise<number> {
     if (typeof permitId !== 'string' || permitId === '') throw new InvalidArgumentError('permitId', 'must be a permit id (a non-empty string from acquire or tryAcquire)');
-    const ms = Number(await this.run('permits.getLeaseTime', LEASE_TIME, [permitId]));
+    const ms = await this.run('permits.getLeaseTime', LEASE_TIME, { permitId });
     if (ms < 0) throw new PermitNotHeldError(this.name, [permitId], 1);
     return ms;
   }
@@ -260,7 +260,7 @@ export class RPermitExpirableSemaphore {
    * Throws `InvalidArgumentError` (not an integer) and the errors of `setPermits`.
    */
   async addPermits(permits: number): Promise<void> {
-    await this.run('permits.addPermits', ADD_LIMIT, [String(permitDelta(permits))]);
+    await this.run('permits.addPermits', ADD_LIMIT, { delta: String(permitDelta(permits)) });
   }
 
   /** Acquires `permits` fresh ids, registering them with the watchdog first when there is no lease. */
@@ -282,7 +282,7 @@ export class RPermitExpirableSemaphore {
         subscriptionTimeoutMs: core.subscriptionTimeout,
         maxPollMs: core.watchdog.leaseMs,
         signal,
-        attempt: (deadline) => this.attempt(ids, [lease, String(permits), base], deadline, signal),
+        attempt: (deadline) => this.attempt(ids, { leaseMs: lease, count: String(permits), idBase: base }, deadline, signal),
         observed: { observer: core.observe, kind: 'permit_expirable_semaphore', name: this.name, key: this.key, holders: ids },
       });
     } finally {
@@ -293,9 +293,9 @@ export class RPermitExpirableSemaphore {
     return { ids, sentAt };
   }
 
-  private async attempt(ids: readonly string[], args: string[], deadline: number | undefined, signal: AbortSignal | undefined): Promise<Attempt<number>> {
+  private async attempt(ids: readonly string[], args: { leaseMs: string; count: string; idBase: string }, deadline: number | undefined, signal: AbortSignal | undefined): Promise<Attempt<number>> {
     let sentAt = 0;
-    const reply = await this.run('permits.acquire', ACQUIRE, args, {
+    const take = await this.run('permits.acquire', ACQUIRE, args, {
       deadline,
       signal,
       onSend: (at) => (sentAt = at),
@@ -303,13 +303,13 @@ export class RPermitExpirableSemaphore {
         if (tookPermits(replies)) void this.undo(ids);
       },
     });
-    return acquireOutcome(reply, sentAt);
+    return acquireOutcome(take, sentAt);
   }
 
   /** Releases permits that an attempt took after its caller gave up. */
   private async undo(ids: readonly string[]): Promise<void> {
     try {
-      await this.run('permits.release', RELEASE, ids);
+      await this.run('permits.release', RELEASE, { ids });
     } catch (error) {
       this.core.log.warn({ semaphore: this.name, permits: ids.length, err: error }, 'could not release permits taken after the caller gave up; they expire with their lease');
     }
@@ -323,7 +323,7 @@ export class RPermitExpirableSemaphore {
   /** `releaseIds`, unobserved. */
   private async releaseObserved(ids: readonly string[]): Promise<string[]> {
     const paused = this.pauseRenewals(ids);
-    const gone = notHeld(ids, await this.run('permits.release', RELEASE, ids));
+    const gone = notHeld(ids, await this.run('permits.release', RELEASE, { ids }));
     if (gone.length > 0) this.resumeRenewals(paused, gone);
     return gone;
   }
@@ -331,9 +331,9 @@ export class RPermitExpirableSemaphore {
   /** Gives `ids` a lease of `leaseMs` from now, all or nothing; resolves to the ids that were not held. */
   private async updateIds(ids: readonly string[], leaseMs: number, onSend?: (at: number) => void): Promise<string[]> {
     const paused = this.pauseRenewals(ids);
-    let reply: unknown;
+    let reply: number[] | number;
     try {
-      reply = await this.run('permits.updateLeaseTime', UPDATE_LEASE, [String(leaseMs), ...ids], { onSend });
+      reply = await this.run('permits.updateLeaseTime', UPDATE_LEASE, { leaseMs: String(leaseMs), ids }, { onSend });
     } catch (error) {
       this.resumeRenewals(paused, []);
       throw error;
@@ -406,25 +406,26 @@ export class RPermitExpirableSemaphore {
   }
 
   private async counts(): Promise<[limit: number, held: number]> {
-    const reply = (await this.run('permits.counts', COUNTS, [])) as unknown[];
-    return [Number(reply[0]), Number(reply[1])];
+    return this.run('permits.counts', COUNTS, {});
   }
 
   private notHeld(gone: readonly string[]): PermitNotHeldError {
     return new PermitNotHeldError(this.name, gone.slice(0, 100), gone.length);
   }
 
-  private run(operation: string, script: ObjectScript, args: readonly string[], options: ObjectRunOptions = {}): Promise<unknown> {
-    return runObjectScript(this.core, operation, script, [this.key, this.permitsKey], this.channel, args, {
+  /** Runs one of the permit scripts with `values` (its keys are added) on the semaphore's channel. */
+  private run<V, R>(operation: string, script: ObjectScript<V, R>, values: Omit<V, 'permits' | 'limit'>, options: ObjectRunOptions<R> = {}): Promise<R> {
+    return runObjectScript(this.core, operation, script, { ...values, permits: this.key, limit: this.permitsKey } as V, this.channel, {
       ...options,
       expects: { key: this.key, kind: 'expirable-semaphore' },
     });
   }
+
 }
 
-/** A release or lease-change reply: the positions (from 1) of the ids not held, or a count when all were. */
-function notHeld(ids: readonly string[], reply: unknown): string[] {
-  return Array.isArray(reply) ? reply.map((position) => ids[Number(position) - 1]) : [];
+/** The ids not held, from a release or lease-change reply (the positions, from 1, of the ids not held, or a count when all were). */
+function notHeld(ids: readonly string[], reply: number[] | number): string[] {
+  return Array.isArray(reply) ? reply.map((position) => ids[position - 1]) : [];
 }
 
 /** One id or a list of them: non-empty strings, at least one, no repeats. */

@@ -4,7 +4,7 @@ import { outsideContexts } from '../context.js';
 import { keySlot } from '../keys.js';
 import { classify, ResponseTimeoutError } from '../redis/failures.js';
 import type { Executor } from '../redis/executor.js';
-import type { Script } from '../redis/script.js';
+import type { BatchScript } from '../redis/script.js';
 import { monotonic } from '../time.js';
 
 /**
@@ -13,7 +13,7 @@ import { monotonic } from '../time.js';
  * arguments of every hold (`argsPerHold` each), and returns one integer per hold: 1 renewed, 0 gone.
  */
 export interface RenewalKind {
-  readonly script: Script;
+  readonly script: BatchScript;
   readonly keysPerHold: number;
   readonly argsPerHold: number;
 }
