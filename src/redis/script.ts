@@ -52,22 +52,22 @@ export abstract class Script {
 
   /**
    * Sends `command`, laid out as `[verb, script, numkeys, ...keys, ...args]` (the first two are filled in
-   * here; the first key, if any, routes it). Resolves to the raw reply.
+   * here; the first key, if any, routes it). Resolves to the reply as `parse` reads it.
    */
-  protected async send(connection: Connection, command: string[]): Promise<unknown> {
+  protected async send<R>(connection: Connection, command: string[], parse: (reply: unknown) => R): Promise<R> {
     const firstKey = command[2] === '0' ? undefined : command[3];
     const scripting = modes.get(connection);
-    if (scripting?.functions) return callFunction(connection, this, firstKey, command);
+    if (scripting?.functions) return parse(await callFunction(connection, this, firstKey, command));
     command[0] = 'EVALSHA';
     command[1] = this.sha;
     try {
       try {
-        return await connection.send(firstKey, command);
+        return parse(await connection.send(firstKey, command));
       } catch (error) {
         if (!(error instanceof Error) || !error.message.startsWith('NOSCRIPT')) throw error;
         command[0] = 'EVAL';
         command[1] = this.source;
-        return await connection.send(firstKey, command);
+        return parse(await connection.send(firstKey, command));
       }
     } catch (error) {
       const denied = deniedBy(error, command[0].toLowerCase());
@@ -76,7 +76,7 @@ export abstract class Script {
           scripting.functions = true;
           scripting.log.warn({ err: error }, `Redis refused ${denied.command.toUpperCase()} to this user (NOPERM): relock runs its scripts as Redis Functions (FCALL) from now on`);
         }
-        return callFunction(connection, this, firstKey, command);
+        return parse(await callFunction(connection, this, firstKey, command));
       }
       throw refusal(error, this.name, command[0]);
     }
@@ -165,8 +165,8 @@ export class TypedScript<V, R> extends Script {
   }
 
   /** Runs the script once with `values` (see `ScriptValues`); rejects with Redis's error or `PermissionError`. */
-  async run(connection: Connection, values: V): Promise<R> {
-    return this.parse(await this.send(connection, this.command(values as Readonly<Record<string, string | readonly string[]>>)));
+  run(connection: Connection, values: V): Promise<R> {
+    return this.send(connection, this.command(values as Readonly<Record<string, string | readonly string[]>>), this.parse);
   }
 
   /** `[verb, script, numkeys, ...keys, ...args]` from `named`, the verb and script left for `send`. */
@@ -211,11 +211,13 @@ export class BatchScript extends Script {
   }
 
   /** Runs the batch with `keys` and `args` as described above. */
-  async run(connection: Connection, keys: readonly string[], args: readonly string[]): Promise<number[]> {
-    const reply = await this.send(connection, ['', '', String(keys.length), ...keys, ...args]);
-    return (reply as unknown[]).map(Number);
+  run(connection: Connection, keys: readonly string[], args: readonly string[]): Promise<number[]> {
+    return this.send(connection, ['', '', String(keys.length), ...keys, ...args], flags);
   }
 }
+
+/** A batch reply: one 1/0 flag per hold. */
+const flags = (reply: unknown): number[] => (reply as unknown[]).map(Number);
 
 /** Reply parsers shared by scripts. */
 export const replies = {
