@@ -3,12 +3,14 @@
  * queue holds commands while Redis is down, every primitive's call with a 1 s wait settles within the
  * wait plus 100 ms (not after the 3 s response timeout): with `RedisUnavailableError` when Redis answered
  * nothing during the wait, with "not acquired" when Redis went away while the call waited on a holder.
- * A real redis-server is killed.
+ * A real redis-server is killed. The bound applies only to a connection that is down: a slow reply on a
+ * live one keeps the response timeout, so that the grant it carries is not thrown away.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { RedisUnavailableError, type LockClient, type RLock } from '../src/index.js';
 import { commandCalls, connect, lockClient, uniqueName, waitUntil, type Redis } from './support/helpers.js';
 import { startRedis, type RedisServer } from './support/redis.js';
+import { startProxy } from './support/tcp-proxy.js';
 
 const WAIT_MS = 1000;
 const SLACK_MS = 100;
@@ -95,5 +97,31 @@ describe('a call with a wait time is bounded by it', () => {
     }
     await holder.shutdown();
     expect(wrong).toEqual([]);
+  });
+
+  it('a slow reply on a live connection is not cut at the end of the wait: the grant it carries is kept', async () => {
+    const proxy = await startProxy(server.host, server.port);
+    const slow = await connect(`redis://${server.host}:${proxy.port}`);
+    try {
+      const c = lockClient(slow); // default responseTimeout (3 s)
+      const lock = c.getFencedLock(`{${uniqueName()}}`);
+      await c.getFencedLock(`{${uniqueName()}}`).lock(); // the script is loaded: one round trip per attempt
+      proxy.latencyMs = 300; // each way: the reply comes ~600 ms after the send, well past the wait
+      await c.runInContext(async () => {
+        const outcome = await timed(lock.tryLockAndGetToken(100, 'ms'));
+        proxy.latencyMs = 0;
+        expect(outcome.error).toBeUndefined();
+        expect(typeof outcome.value).toBe('bigint');
+        expect(outcome.ms).toBeGreaterThan(500);
+        expect(await lock.isHeldByCurrentContext()).toBe(true);
+        await lock.unlock();
+      });
+      expect(await redis.exists(lock.key)).toBe(0);
+      await c.shutdown();
+    } finally {
+      proxy.latencyMs = 0;
+      slow.destroy();
+      await proxy.close();
+    }
   });
 });

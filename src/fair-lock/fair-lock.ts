@@ -60,7 +60,7 @@ export class RFairLock extends RLock {
     return `${this.channel}:${owner}`;
   }
 
-  protected override async runAcquire(owner: string, lease: string, guard: string): Promise<AcquireResult> {
+  protected override async runAcquire(owner: string, lease: string, guard: string, held: string): Promise<AcquireResult> {
     const { connection, fairLockWaitTimeout } = this.core;
     return FAIR_ACQUIRE.run(connection, {
       lock: this.key,
@@ -69,6 +69,7 @@ export class RFairLock extends RLock {
       leaseMs: lease,
       owner,
       guard,
+      heldCount: held,
       waitTimeoutMs: String(fairLockWaitTimeout),
       join: this.waiting.has(owner) ? '1' : '0',
       channel: this.channel,

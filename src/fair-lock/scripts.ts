@@ -48,16 +48,19 @@ end
  * next waiter is told it is the head). Otherwise, when joining, adds the owner at the tail or refreshes
  * its deadline. Returns nil when granted, else the ms after which to retry without a message: the
  * holder's PTTL for the head, the nearest waiter deadline (a dead waiter's removal can change the head),
- * at most `maxRetryMs`; a WRONGTYPE error (nothing written) when the key belongs to another kind.
+ * at most `maxRetryMs`; `'lost'` (nothing written) when the client's hold had ended (see `holdSource`);
+ * a WRONGTYPE error (nothing written) when the key belongs to another kind.
  */
 export const FAIR_ACQUIRE = defineScript({
   name: 'fairLock.acquire',
   keys: ['lock', ...QUEUE_KEYS],
   args: [...ACQUIRE_ARGS, 'waitTimeoutMs', 'join', 'channel', 'publishCommand', 'maxRetryMs'],
   lua: `${holdSource(KIND)}local free = redis.call('exists', lock) == 0
+if free and ended() then return 'lost' end
 if not free then
   local entered = enter()
   if type(entered) == 'table' then return entered end
+  if entered == 'lost' then return 'lost' end
   if entered then return nil end
 end
 ${PRELUDE}

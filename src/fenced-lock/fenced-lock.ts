@@ -68,7 +68,7 @@ export class FencedLock extends RLock {
     return BigInt((value as string | null) ?? 0);
   }
 
-  protected override async runAcquire(owner: string, lease: string, guard: string): Promise<AcquireResult> {
-    return FENCED_ACQUIRE.run(this.core.connection, { lock: this.key, fence: this.fenceKey, leaseMs: lease, owner, guard, kind: this.kind });
+  protected override runAcquire(owner: string, lease: string, guard: string, held: string): Promise<AcquireResult> {
+    return FENCED_ACQUIRE.run(this.core.connection, { lock: this.key, fence: this.fenceKey, leaseMs: lease, owner, guard, heldCount: held, kind: this.kind });
   }
 }

@@ -1,5 +1,5 @@
 import { pause } from '../backoff.js';
-import { allLanded, detachedContext, landed, owningContext, recordAcquired, recordReleased, releasedRenewed, takeOff, type LockContext, type Unsettled } from '../context.js';
+import { allLanded, detachedContext, landed, owningContext, recordAcquired, recordReleased, releasedRenewed, takeOff, type Hold, type LockContext, type Unsettled } from '../context.js';
 import type { Core } from '../core.js';
 import { ClientClosedError, IllegalMonitorStateError, InvalidArgumentError, LockAcquireTimeoutError, LockLostError, RedisUnavailableError } from '../errors.js';
 import { auxName, mainKey } from '../keys.js';
@@ -91,7 +91,10 @@ interface Acquisition {
   readonly owner: string;
   /** Lease in ms (the watchdog's when none was given). */
   readonly lease: number;
-  readonly before: number;
+  /** The owner's hold record before the call, if any. */
+  readonly hold: Hold | undefined;
+  /** Its count, sent with every attempt; 0 once Redis answered that those holds had ended (see `holdEnded`). */
+  before: number;
   armed: boolean;
   /** Attempts sent. */
   sent: number;
@@ -458,19 +461,25 @@ export class RLock {
     }
     let result: AcquireResult;
     try {
+      const send = async (): Promise<AcquireResult> => {
+        const n = ++acq.sent;
+        sentAt = monotonic();
+        const guard = acq.armed ? String(acq.before) : '';
+        const mark = acq.armed ? this.unsettled(ctx) : undefined;
+        if (mark) mark.tried = true;
+        const result = await this.runAcquire(owner, String(acq.lease), guard, String(acq.before));
+        if (result.granted && this.core.replicaSync) await this.confirmReplicated(owner);
+        // The latest attempt found the lock busy: no earlier attempt's grant is in Redis.
+        if (!result.granted && !result.lost && !acq.done && n === acq.sent) this.settle(ctx);
+        return result;
+      };
       result = await this.core.executor.run(
         'lock.acquire',
         async () => {
-          const n = ++acq.sent;
-          sentAt = monotonic();
-          const guard = acq.armed ? String(acq.before) : '';
-          const mark = acq.armed ? this.unsettled(ctx) : undefined;
-          if (mark) mark.tried = true;
-          const result = await this.runAcquire(owner, String(acq.lease), guard);
-          if (result.granted && this.core.replicaSync) await this.confirmReplicated(owner);
-          // The latest attempt found the lock busy: no earlier attempt's grant is in Redis.
-          if (!result.granted && !acq.done && n === acq.sent) this.settle(ctx);
-          return result;
+          const result = await send();
+          if (result.granted || !result.lost) return result;
+          this.holdEnded(acq);
+          return send();
         },
         {
           idempotent: true,
@@ -505,6 +514,22 @@ export class RLock {
     return { acquired: true, value: { sentAt, token: result.token } };
   }
 
+  /**
+   * Redis answered that the owner's hold had ended although this client counted `acq.before` holds (its
+   * lease ran out, or the key was deleted, without the client knowing): the record of those holds is
+   * dropped (unless a grant to the same owner made a new one since), the watchdog stops renewing them and
+   * reports them lost (`lockLost`, as its next renewal would have), and the acquisition goes on from the
+   * owner's count as recorded now, so that a retry's guard is the count the script wrote on.
+   */
+  private holdEnded(acq: Acquisition): void {
+    const { ctx } = acq;
+    if (acq.hold !== undefined && ctx.holds.get(this.holdKey) === acq.hold) {
+      if (acq.hold.renewed.includes(true)) this.core.watchdog.holdsEnded(this.key, acq.owner);
+      recordReleased(ctx, this.holdKey, true, true);
+    }
+    acq.before = ctx.holds.get(this.holdKey)?.count ?? 0;
+  }
+
   /** The owner's unsettled mark on this lock (see `LockContext.unsettled`), if any. */
   private unsettled(ctx: LockContext): Unsettled | undefined {
     return ctx.unsettled?.get(this.holdKey);
@@ -530,11 +555,12 @@ export class RLock {
   }
 
   /**
-   * Runs the acquire script once (`guard`: '' or the hold count before a lost attempt) for this lock's
-   * `kind`. The fenced lock overrides it to take a token in the same script.
+   * Runs the acquire script once (`guard`: '' or the hold count before a lost attempt; `held`: the owner's
+   * hold count as this client knows it, see `holdSource`) for this lock's `kind`. The fenced lock
+   * overrides it to take a token in the same script.
    */
-  protected async runAcquire(owner: string, lease: string, guard: string): Promise<AcquireResult> {
-    return ACQUIRE.run(this.core.connection, { lock: this.key, leaseMs: lease, owner, guard, kind: this.kind });
+  protected runAcquire(owner: string, lease: string, guard: string, held: string): Promise<AcquireResult> {
+    return ACQUIRE.run(this.core.connection, { lock: this.key, leaseMs: lease, owner, guard, heldCount: held, kind: this.kind });
   }
 
   /**
@@ -579,7 +605,8 @@ export class RLock {
     const lease = leaseMs ?? core.watchdog.leaseMs;
     const mark = this.unsettled(ctx);
     if (mark && mark.until <= started) this.settle(ctx);
-    const acq: Acquisition = { ctx, owner, lease, before: ctx.holds.get(this.holdKey)?.count ?? 0, armed: mark !== undefined && mark.until > started, sent: 0, flying: false, done: false };
+    const hold = ctx.holds.get(this.holdKey);
+    const acq: Acquisition = { ctx, owner, lease, hold, before: hold?.count ?? 0, armed: mark !== undefined && mark.until > started, sent: 0, flying: false, done: false };
     let grant: Grant | undefined;
     let holds = 0;
     try {

@@ -9,13 +9,25 @@ import { BatchScript, defineScript, replies } from '../redis/script.js';
  * `spin-lock`, `fenced-lock`, `fair-lock`; see `ObjectKind`).
  */
 
-/** The answer of one run of an acquire script: granted (with a fencing token for fenced locks), or the holder's PTTL. */
-export type AcquireResult = { readonly granted: true; readonly token?: bigint } | { readonly granted: false; readonly ttl: number };
+/**
+ * The answer of one run of an acquire script: granted (with a fencing token for fenced locks), or the
+ * holder's PTTL, or (`lost`, see `HOLD_ENDED`) nothing done because the owner's hold had ended in Redis.
+ */
+export type AcquireResult = { readonly granted: true; readonly token?: bigint } | { readonly granted: false; readonly ttl: number; readonly lost?: true };
 
 const GRANTED: AcquireResult = Object.freeze({ granted: true });
 
-/** The answer of an acquire script that returns nil when granted, else the holder's PTTL (RLock, spin, fair, read-write). */
-export const acquireResult = (reply: unknown): AcquireResult => (reply === null ? GRANTED : { granted: false, ttl: Number(reply) });
+/**
+ * An acquire script's `'lost'` answer (see `holdSource`): the client sent a hold count above 0 but Redis
+ * has no hold of the owner; nothing was written, and the attempt is made again with the count corrected.
+ */
+export const HOLD_ENDED: AcquireResult = Object.freeze({ granted: false, ttl: 0, lost: true });
+
+/**
+ * The answer of an acquire script that returns nil when granted, `'lost'` (see `holdSource`), else the
+ * holder's PTTL (RLock, spin, fair, read-write).
+ */
+export const acquireResult = (reply: unknown): AcquireResult => (reply === null ? GRANTED : reply === 'lost' ? HOLD_ENDED : { granted: false, ttl: Number(reply) });
 
 /** The keys of every hash lock's acquire script, first: the lock hash. */
 export const ACQUIRE_KEYS = ['lock'] as const;
@@ -23,13 +35,22 @@ export const ACQUIRE_KEYS = ['lock'] as const;
 /**
  * The arguments of every hash lock's acquire script, first (their names are what `holdSource` reads):
  * `leaseMs`; `owner`, the owner id (its field); `guard`, '' or the owner's hold count before an attempt
- * whose reply was lost.
+ * whose reply was lost; `heldCount`, the owner's hold count as the client knows it (a decimal string).
  */
-export const ACQUIRE_ARGS = ['leaseMs', 'owner', 'guard'] as const;
+export const ACQUIRE_ARGS = ['leaseMs', 'owner', 'guard', 'heldCount'] as const;
 
 /**
  * Lua shared by the acquire scripts of the hash locks (RLock, spin, fenced, fair), for the key `lock` and
  * the arguments `ACQUIRE_ARGS`, with `kind` a Lua expression naming the lock's kind (see `ObjectKind`):
+ * - `ended()`: the client believes the owner holds the lock (`heldCount` is not '0') but Redis has no
+ *   hold of it (its lease ran out, or the key was deleted, without the client knowing). The acquire
+ *   scripts then answer `'lost'` and write nothing, so that the client forgets the ended hold and asks
+ *   again with a count of 0: a write is only ever made on a count the client knows, so a retry's guard
+ *   (that count) recognises its own lost attempt exactly. Without this, a lost reply of a first grant to
+ *   such an owner was retried with its stale count as the guard, which did not recognise the grant and
+ *   added a second hold (hold count 2 after one call). One string comparison on the happy path, no write.
+ *   A count above the client's (holds of the same owner id it does not know of, as with a shared
+ *   `identifier`) is not detected.
  * - `extend()`, the reentry rule of every hash lock: the TTL is raised to the lease when it is shorter and
  *   never lowered, so an inner shorter lease never cuts an outer hold short (Redisson resets the TTL to
  *   the inner lease, which can expire an outer watchdog hold before its next renewal).
@@ -37,12 +58,15 @@ export const ACQUIRE_ARGS = ['leaseMs', 'owner', 'guard'] as const;
  * - `enter()`, for a lock key that exists: the `WRONGTYPE relock:<kind>` error reply when it belongs to
  *   another kind (nothing written); `'replay'` when the guard finds the hold of the lost attempt (the
  *   owner's count is already one more than before it: no second hold is added, the TTL follows the
- *   rule); `'reentered'` after adding a hold of the owner (hold count + 1, TTL per the rule); false when
- *   another owner holds it. The kind and the owner's count are read in one `HMGET`, which Redis refuses
- *   with WRONGTYPE when the key is no hash.
+ *   rule); `'reentered'` after adding a hold of the owner (hold count + 1, TTL per the rule); `'lost'`
+ *   when the owner holds nothing and `ended()`; false when another owner holds it. The kind and the
+ *   owner's count are read in one `HMGET`, which Redis refuses with WRONGTYPE when the key is no hash.
  */
 export function holdSource(kind: string): string {
-  return `${WRONG_KIND}local function extend()
+  return `${WRONG_KIND}local function ended()
+  return heldCount ~= '0'
+end
+local function extend()
   if redis.call('pttl', lock) < tonumber(leaseMs) then redis.call('pexpire', lock, leaseMs) end
 end
 local function grant()
@@ -53,7 +77,7 @@ local function enter()
   local held = redis.call('hmget', lock, 'kind', owner)
   if held[1] ~= ${kind} then return wrongKind(held[1]) end
   local count = tonumber(held[2] or '0')
-  if count == 0 then return false end
+  if count == 0 then return ended() and 'lost' end
   local before = tonumber(guard)
   if before ~= nil and count == before + 1 then
     extend()
@@ -70,23 +94,26 @@ end
  * The acquire Lua of RLock, the spin lock and the fenced lock (`holdSource` with the argument `kind`,
  * after `ACQUIRE_ARGS`), with what it returns in each case: `lostReply` when a retry finds that its lost
  * attempt went through, `granted` after a first or reentrant acquisition, `busy` when another owner holds
- * the lock; a WRONGTYPE error when the key belongs to another kind.
+ * the lock; `'lost'` (nothing written) when the client believes the owner holds the lock and Redis has no
+ * hold of it; a WRONGTYPE error when the key belongs to another kind.
  */
 export function acquireSource(results: { lostReply: string; granted: string; busy: string }): string {
   return `${holdSource('kind')}if redis.call('exists', lock) == 0 then
+  if ended() then return 'lost' end
   grant()
   ${results.granted}
 end
 local entered = enter()
 if type(entered) == 'table' then return entered end
 if entered == 'replay' then ${results.lostReply} end
+if entered == 'lost' then return 'lost' end
 if entered then ${results.granted} end
 ${results.busy}`;
 }
 
 /**
  * RLock and spin-lock acquire. `kind` = the lock's kind (`lock`, `spin-lock`). Nil when acquired, else
- * the holder's PTTL in ms (-1: the key has no TTL), parsed by `acquireResult`.
+ * the holder's PTTL in ms (-1: the key has no TTL), or `'lost'`; parsed by `acquireResult`.
  */
 export const ACQUIRE = defineScript({
   name: 'lock.acquire',
