@@ -1,5 +1,5 @@
 import type { Core } from './core.js';
-import { WRONG_KIND, REDIS_TYPE, type ObjectKind } from './kinds.js';
+import { WRONG_KIND, redisTypeOf, type ObjectKind } from './kinds.js';
 import { defineScript, replies } from './redis/script.js';
 import { positiveTime } from './semaphore/permits.js';
 import type { TimeUnit } from './time.js';
@@ -76,7 +76,7 @@ export class ObjectKeys {
     const { main, others, kind } = this;
     return this.core.executor.run(
       `object.${op}`,
-      () => KEY_OPS.run(connection, { main, others, op, kind, redisType: REDIS_TYPE[kind], value, message, publishCommand: connection.publishCommand }),
+      () => KEY_OPS.run(connection, { main, others, op, kind, redisType: redisTypeOf(this.core.kinds, kind), value, message, publishCommand: connection.publishCommand }),
       { idempotent: true, expects: { key: main, kind } },
     );
   }

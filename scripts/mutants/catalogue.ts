@@ -364,7 +364,7 @@ export const CATALOGUE: readonly CatalogueEntry[] = [
     find: "> now then return 'upgrade'",
     replace: ">= 0 then return 'upgrade'",
     tests: ['test/read-write-lock/stale-holds.test.ts'],
-    pattern: "^a read hold that ended is no upgrade .* after the read hold's lease expired",
+    pattern: '^a read hold that ended is no upgrade .* an expired read hold of the owner while another reader',
   },
   {
     id: 'redlock-busy-count',
@@ -404,10 +404,10 @@ export const CATALOGUE: readonly CatalogueEntry[] = [
   },
   {
     id: 'permit-count-checked',
-    mechanism: 'a number of permits below 1 is refused with InvalidArgumentError before anything is sent',
+    mechanism: 'a negative number of permits is refused with InvalidArgumentError before anything is sent',
     file: 'src/semaphore/permits.ts',
-    find: "return integer(value, argument, 1, 'a whole number of permits >= 1');",
-    replace: "return integer(value, argument, Number.MIN_SAFE_INTEGER, 'a whole number of permits >= 1');",
+    find: "return integer(value, argument, 0, 'a whole number of permits >= 0');",
+    replace: "return integer(value, argument, Number.MIN_SAFE_INTEGER, 'a whole number of permits >= 0');",
     tests: ['test/semaphore/semaphore.test.ts'],
     pattern: '^RSemaphore a key that holds other data',
   },
@@ -490,5 +490,14 @@ export const CATALOGUE: readonly CatalogueEntry[] = [
     replace: '{ decoder: STRING_DECODER }',
     tests: ['test/clients/glide-traits.test.ts'],
     pattern: '^GLIDE on Redis Cluster routes keyless commands',
+  },
+  {
+    id: 'ioredis-subscribe-ready',
+    mechanism: "ioredis/iovalkey: relock's subscriber sends SUBSCRIBE only once ready (one made during the handshake is dropped with its connection)",
+    file: 'src/redis/clients/ioredis.ts',
+    find: 'await sub.ready();\n      await sub.client.subscribe(channel);',
+    replace: 'await sub.client.subscribe(channel);',
+    tests: ['test/clients/ioredis-traits.test.ts'],
+    pattern: '^ioredis traits a channel subscribed while',
   },
 ];

@@ -91,7 +91,9 @@ interface JestReport {
 
 /** Runs jest in `dir` on the entry's tests; resolves to its JSON report, or undefined when it wrote none. */
 function runJest(dir: string, entry: CatalogueEntry, outputFile: string): Promise<JestReport | undefined> {
-  const args = [join(dir, 'node_modules/jest/bin/jest.js'), '--ci', '--json', `--outputFile=${outputFile}`, ...entry.tests];
+  // --forceExit: a test a mutant fails stops half-way and may leave a client open (a GLIDE client keeps
+  // the process alive); the report is written by then.
+  const args = [join(dir, 'node_modules/jest/bin/jest.js'), '--ci', '--json', '--forceExit', `--outputFile=${outputFile}`, ...entry.tests];
   if (entry.pattern) args.push('-t', entry.pattern);
   const env = { ...process.env, NODE_OPTIONS: '--experimental-vm-modules --disable-warning=ExperimentalWarning --unhandled-rejections=strict' };
   return new Promise((resolve, reject) => {

@@ -2,12 +2,10 @@ import type { Core } from '../core.js';
 import { auxName } from '../keys.js';
 import { RLock, type Grant } from '../lock/lock.js';
 import type { AcquireResult } from '../lock/scripts.js';
+import { WAKE_ONE } from '../pubsub/channels.js';
 import type { Attempt } from '../pubsub/wait.js';
 import { monotonic } from '../time.js';
 import { FAIR_ACQUIRE, FAIR_FORCE_UNLOCK, FAIR_LEAVE, FAIR_UNLOCK } from './scripts.js';
-
-/** One message on a waiter's own channel wakes its (single) waiting call. */
-const WAKE_ONE = (): number => 1;
 
 /**
  * How long a waiter that gave up waits for its leave of the queue while the connection is down (ms, plus

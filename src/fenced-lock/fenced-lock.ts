@@ -1,6 +1,6 @@
 import type { Core } from '../core.js';
 import { auxName } from '../keys.js';
-import { requireUnit, RLock, tryLockTimes } from '../lock/lock.js';
+import { requireLockUnit, RLock, tryLockTimes } from '../lock/lock.js';
 import type { AcquireResult } from '../lock/scripts.js';
 import { leaseMillis, type TimeUnit } from '../time.js';
 import { FENCED_ACQUIRE } from './scripts.js';
@@ -21,7 +21,7 @@ import { FENCED_ACQUIRE } from './scripts.js';
  * Redis keys: the lock hash (as `RLock`, with `kind` = `fenced-lock`) and the counter `relock:fence:{name}`
  * (a string, no TTL, never deleted by relock); channel as `RLock`. Everything else is `RLock`'s.
  */
-export class FencedLock extends RLock {
+export class RFencedLock extends RLock {
   /** The Redis key of the fencing counter. */
   readonly fenceKey: string;
   protected override readonly kind = 'fenced-lock';
@@ -38,7 +38,7 @@ export class FencedLock extends RLock {
    * `leaseTime` (honoured, unlike Redisson's synchronous variant). Throws as `RLock.lock`.
    */
   async lockAndGetToken(leaseTime?: number, unit?: TimeUnit): Promise<bigint> {
-    const lease = leaseTime === undefined ? undefined : leaseMillis(leaseTime, requireUnit(unit));
+    const lease = leaseTime === undefined ? undefined : leaseMillis(leaseTime, requireLockUnit(unit));
     const taken = await this.acquireForCaller(Infinity, lease, undefined);
     return taken!.grant.token!;
   }

@@ -6,16 +6,16 @@ import { auxName, mainKey } from '../keys.js';
 import type { ObjectKind } from '../kinds.js';
 import { metricKind } from '../observe/kinds.js';
 import { probed, type AcquireProbe } from '../observe/observer.js';
-import type { WakeRule } from '../pubsub/channels.js';
-import { waitFor, type Attempt } from '../pubsub/wait.js';
-import { checkOptions, leaseMillis, monotonic, optionLease, optionWait, waitMillis, type TimeUnit } from '../time.js';
+import { WAKE_ONE, type WakeRule } from '../pubsub/channels.js';
+import { clientWait, type Attempt } from '../pubsub/wait.js';
+import { checkOptions, leaseMillis, monotonic, optionLease, optionWait, requireUnit, waitMillis, type TimeUnit } from '../time.js';
 import type { Renewal, RenewalKind } from '../watchdog/watchdog.js';
 import { KeyEvents, type LockEvent } from './events.js';
 import { LockHandle } from './handle.js';
 import { ACQUIRE, FORCE_UNLOCK, RENEW, UNLOCK, type AcquireResult } from './scripts.js';
 
 /**
- * @internal RLock's protected steps, for the objects that drive RLocks as members (MultiLock, RedLock):
+ * @internal RLock's protected steps, for the objects that drive RLocks as members (RMultiLock, RRedLock):
  * they resolve the caller's owner once (outside any context, a new owner per member and call), acquire
  * with an abort signal and get the grant's send time, release by owner, build member handles, set a
  * final lease, and give up an owner the call no longer uses. Not exported from the package.
@@ -127,8 +127,6 @@ export interface Grant {
 /** The renewal kind of every hash-based exclusive lock (RLock, fenced, spin). */
 export const LOCK_RENEWAL: RenewalKind = { script: RENEW, keysPerHold: 1, argsPerHold: 1 };
 
-/** One message on a lock's channel wakes one local waiter. */
-const WAKE_ONE = (): number => 1;
 
 /**
  * A reentrant distributed lock with Redisson's `RLock` semantics.
@@ -216,7 +214,7 @@ export class RLock {
    * `RedisUnavailableError`, `ClientClosedError`.
    */
   async lock(leaseTime?: number, unit?: TimeUnit): Promise<void> {
-    const lease = leaseTime === undefined ? undefined : leaseMillis(leaseTime, requireUnit(unit));
+    const lease = leaseTime === undefined ? undefined : leaseMillis(leaseTime, requireLockUnit(unit));
     await this.acquireForCaller(Infinity, lease, undefined);
   }
 
@@ -573,16 +571,7 @@ export class RLock {
 
   /** The pub/sub wait loop (`waitFor`) on `channel`, where one message wakes `rule(message)` local waiters. */
   protected waitOn(channel: string, rule: WakeRule, waitMs: number, signal: AbortSignal | undefined, attempt: (deadline: number | undefined) => Promise<Attempt<Grant>>): Promise<Grant | undefined> {
-    return waitFor({
-      channels: this.core.channels,
-      channel,
-      rule,
-      waitMs,
-      subscriptionTimeoutMs: this.core.subscriptionTimeout,
-      maxPollMs: this.core.watchdog.leaseMs,
-      signal,
-      attempt,
-    });
+    return clientWait(this.core, { channel, rule, waitMs, signal, attempt });
   }
 
   /**
@@ -839,18 +828,15 @@ export class RLock {
   }
 }
 
-/** Throws `InvalidArgumentError` when a time was given without its unit. */
-export function requireUnit(unit: TimeUnit | undefined): TimeUnit {
-  if (unit === undefined) throw new InvalidArgumentError('unit', 'a time unit is required with a time, e.g. tryLock(1, 5, "seconds")');
-  return unit;
-}
+/** Throws `InvalidArgumentError` when a time was given to a lock method without its unit. */
+export const requireLockUnit = (unit: TimeUnit | undefined): TimeUnit => requireUnit(unit, 'tryLock(1, 5, "seconds")');
 
 /** `tryLock(…)` arguments → [wait ms (0: one attempt), lease ms or undefined for the watchdog]. */
 export function tryLockTimes(waitTime: number | undefined, leaseOrUnit: number | TimeUnit | undefined, unit: TimeUnit | undefined): [number, number | undefined] {
   if (waitTime === undefined) return [0, undefined];
   if (typeof leaseOrUnit === 'string' || leaseOrUnit === undefined) {
-    return [waitMillis(waitTime, requireUnit(leaseOrUnit)), undefined];
+    return [waitMillis(waitTime, requireLockUnit(leaseOrUnit)), undefined];
   }
-  const u = requireUnit(unit);
+  const u = requireLockUnit(unit);
   return [waitMillis(waitTime, u), leaseMillis(leaseOrUnit, u)];
 }

@@ -1,6 +1,7 @@
-import type { Core } from '../core.js';
 import { monotonic } from '../time.js';
-import type { RunOptions } from './executor.js';
+import type { Connection } from './connection.js';
+import type { Executor, RunOptions } from './executor.js';
+import type { UnlockLatches } from './latches.js';
 import { PUBLISH } from './lua.js';
 import { TypedScript, type Names, type ScriptSpec, type ScriptValues } from './script.js';
 
@@ -77,13 +78,22 @@ export type ObjectRunOptions<R = unknown> = Omit<RunOptions<R>, 'idempotent'> & 
   onSend?: (at: number) => void;
 };
 
+/** What `runObjectScript` uses of the object's client (a `Core` is one). */
+export interface ObjectScriptHost {
+  readonly connection: Connection;
+  readonly executor: Executor;
+  readonly latches: UnlockLatches;
+  /** Throws `ClientClosedError` after `shutdown()`. */
+  checkOpen(): void;
+}
+
 /**
  * Runs `script` with `values` (its own keys and arguments) on the object's `channel`, filling in the
  * arguments above, retrying through the executor: scripts with `replay` are idempotent through their
  * latch, the others are idempotent by design. The latch, if any, is deleted in the next batch once the
  * call returned.
  */
-export async function runObjectScript<V, R>(core: Core, operation: string, script: ObjectScript<V, R>, values: V, channel: string, options: ObjectRunOptions<R> = {}): Promise<R> {
+export async function runObjectScript<V, R>(core: ObjectScriptHost, operation: string, script: ObjectScript<V, R>, values: V, channel: string, options: ObjectRunOptions<R> = {}): Promise<R> {
   const { connection, executor, latches } = core;
   core.checkOpen();
   const requestLatch = script.replay ? latches.next(latches.prefix(script.mainKey(values))) : undefined;
