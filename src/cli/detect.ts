@@ -16,9 +16,6 @@ export type ObjectType = ObjectKind;
 /** The descriptor of `type`. */
 export const descriptorOfType = (type: ObjectType): KindDescriptor => descriptorOf(OBJECT_DESCRIPTORS, type);
 
-/** Whether `type` is a lock (one `force-unlock` applies to). */
-export const isLockType = (type: ObjectType): boolean => descriptorOfType(type).lock !== undefined;
-
 /** Every key and channel relock may keep for one name, as the descriptors lay them out. */
 export type ObjectKeys = ObjectLayout;
 

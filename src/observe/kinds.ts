@@ -17,7 +17,8 @@ export type MetricKind =
   | 'permit_expirable_semaphore'
   | 'count_down_latch';
 
-const BY_OBJECT_KIND: Readonly<Record<Exclude<ObjectKind, 'read-write-lock'>, MetricKind>> = Object.freeze({
+/** The metric kind of each measured object kind (one whose calls go through the `Observer`); the read-write lock's sides below. */
+const BY_OBJECT_KIND: Readonly<Partial<Record<ObjectKind, MetricKind>>> = Object.freeze({
   lock: 'lock',
   'spin-lock': 'spin_lock',
   'fenced-lock': 'fenced_lock',
@@ -30,7 +31,9 @@ const BY_OBJECT_KIND: Readonly<Record<Exclude<ObjectKind, 'read-write-lock'>, Me
 /** The `MetricKind` of an object of `kind`; for the read-write lock, `exclusive` tells the write side from the read side. */
 export function metricKind(kind: ObjectKind, exclusive: boolean): MetricKind {
   if (kind === 'read-write-lock') return exclusive ? 'write_lock' : 'read_lock';
-  return BY_OBJECT_KIND[kind];
+  const metric = BY_OBJECT_KIND[kind];
+  if (metric === undefined) throw new Error(`kind ${kind} has no metric kind (observe/kinds.ts)`);
+  return metric;
 }
 
 /** How an acquisition call ended (the `relock.outcome` attribute). */
