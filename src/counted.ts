@@ -29,7 +29,7 @@ export abstract class CountedObject {
   ) {
     this.key = mainKey(core.keyPrefix, name);
     this.channel = auxName(core.keyPrefix, 'channel', this.key, channelKind);
-    this.keys = new ObjectKeys(core, kind, [this.key], this.channel, deletedMessage);
+    this.keys = new ObjectKeys(core, kind, this.key, [], this.channel, deletedMessage);
   }
 
   /**
@@ -83,8 +83,8 @@ export abstract class CountedObject {
     return this.core.connection.send(this.key, ['GET', this.key]);
   }
 
-  /** Runs one of the object's scripts on its key and channel. */
-  protected run(operation: string, script: ObjectScript, args: readonly string[], options: ObjectRunOptions = {}): Promise<unknown> {
-    return runObjectScript(this.core, operation, script, [this.key], this.channel, args, { ...options, expects: { key: this.key, kind: this.kind } });
+  /** Runs one of the object's scripts with `values` (its key among them) on the object's channel. */
+  protected run<V, R>(operation: string, script: ObjectScript<V, R>, values: V, options: ObjectRunOptions<R> = {}): Promise<R> {
+    return runObjectScript(this.core, operation, script, values, this.channel, { ...options, expects: { key: this.key, kind: this.kind } });
   }
 }

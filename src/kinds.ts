@@ -1,6 +1,6 @@
 import { WrongTypeError } from './errors.js';
 import type { Connection } from './redis/connection.js';
-import { Script } from './redis/script.js';
+import { defineScript } from './redis/script.js';
 
 export type { KindEntry, ObjectKind, RedisType } from './object-kind.js';
 import type { KindEntry, ObjectKind, RedisType } from './object-kind.js';
@@ -31,21 +31,27 @@ end
  * Reads what a key holds, for the error of a command Redis itself refused with WRONGTYPE: `{TYPE, kind}`
  * where kind is the relock kind its content shows ('' when none: foreign data). Reads only.
  */
-const READ_KIND = new Script(
-  'kind.read',
-  `local t = redis.call('type', KEYS[1])['ok']
+const READ_KIND = defineScript({
+  name: 'kind.read',
+  keys: ['key'],
+  args: [],
+  readOnly: true,
+  lua: `local t = redis.call('type', key)['ok']
 if t == 'hash' then
-  local marks = redis.call('hmget', KEYS[1], 'kind', 'mode')
+  local marks = redis.call('hmget', key, 'kind', 'mode')
   return {t, marks[1] or (marks[2] and 'read-write-lock') or ''}
 end
 if t == 'string' then
-  local ok = redis.call('strlen', KEYS[1]) <= 20 and string.match(redis.call('get', KEYS[1]), '^%-?%d+$')
+  local ok = redis.call('strlen', key) <= 20 and string.match(redis.call('get', key), '^%-?%d+$')
   return {t, ok and 'semaphore' or ''}
 end
 if t == 'zset' then return {t, 'expirable-semaphore'} end
 return {t, ''}`,
-  { readOnly: true },
-);
+  parse: (reply): [type: string, kind: string] => {
+    const [type, kind] = reply as [unknown, unknown];
+    return [String(type), String(kind)];
+  },
+});
 
 const FOUND_BY_SCRIPT = /^WRONGTYPE relock:([\w-]+)/;
 
@@ -60,6 +66,6 @@ export async function wrongTypeError(connection: Connection, kinds: readonly Kin
   const expected = redisTypeOf(kinds, asked);
   const named = FOUND_BY_SCRIPT.exec((error as Error | undefined)?.message ?? '');
   if (named) return new WrongTypeError(key, 'hash', expected, { cause: error, foundKind: asKind(kinds, named[1]), askedKind: asked });
-  const [type, kind] = ((await READ_KIND.run(connection, [key], []).catch(() => undefined)) as [string, string] | undefined) ?? ['unknown', ''];
+  const [type, kind] = (await READ_KIND.run(connection, { key }).catch(() => undefined)) ?? ['unknown', ''];
   return new WrongTypeError(key, type, expected, { cause: error, foundKind: asKind(kinds, kind), askedKind: asked });
 }

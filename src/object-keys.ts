@@ -1,6 +1,6 @@
 import type { Core } from './core.js';
 import { WRONG_KIND, redisTypeOf, type ObjectKind } from './kinds.js';
-import { Script } from './redis/script.js';
+import { defineScript, replies } from './redis/script.js';
 import { positiveTime } from './semaphore/permits.js';
 import type { TimeUnit } from './time.js';
 
@@ -11,37 +11,42 @@ import type { TimeUnit } from './time.js';
  */
 
 /**
- * `delete` or `expire` of KEYS (the object's main key first, then its other keys). ARGV[1] = `delete` |
- * `expire`, ARGV[2] = kind, ARGV[3] = the main key's Redis type, ARGV[4] = TTL (ms, expire) or channel
- * (delete), ARGV[5] = message published on the channel after a delete ('' for none), ARGV[6] = publish
- * command. Returns 1 when a key was deleted / given the TTL, else 0; a WRONGTYPE error when the main key
- * holds another type or, for a hash, another kind.
+ * `delete` or `expire` of every key of an object (KEYS: `main`, the object's main key, then the list
+ * `others`). `op` = `delete` | `expire`, `kind`, `redisType` = the main key's Redis type, `value` = TTL
+ * (ms, expire) or channel (delete), `message` = published on the channel after a delete ('' for none),
+ * `publishCommand`. True when a key was deleted / given the TTL; a WRONGTYPE error when the main key holds
+ * another type or, for a hash, another kind.
  */
-const KEY_OPS = new Script(
-  'object.keys',
-  `${WRONG_KIND}local t = redis.call('type', KEYS[1])['ok']
-if t ~= 'none' and t ~= ARGV[3] then return redis.error_reply('WRONGTYPE Operation against a key holding the wrong kind of value') end
+const KEY_OPS = defineScript({
+  name: 'object.keys',
+  keys: ['main'],
+  restKeys: 'others',
+  args: ['op', 'kind', 'redisType', 'value', 'message', 'publishCommand'],
+  lua: `${WRONG_KIND}local t = redis.call('type', main)['ok']
+if t ~= 'none' and t ~= redisType then return redis.error_reply('WRONGTYPE Operation against a key holding the wrong kind of value') end
 if t == 'hash' then
-  local found = redis.call('hget', KEYS[1], 'kind')
-  if found ~= ARGV[2] then return wrongKind(found) end
+  local found = redis.call('hget', main, 'kind')
+  if found ~= kind then return wrongKind(found) end
 end
-if ARGV[1] == 'delete' then
+if op == 'delete' then
   if redis.call('del', unpack(KEYS)) == 0 then return 0 end
-  if ARGV[5] ~= '' then redis.call(ARGV[6], ARGV[4], ARGV[5]) end
+  if message ~= '' then redis.call(publishCommand, value, message) end
   return 1
 end
 local n = 0
-for _, key in ipairs(KEYS) do n = n + redis.call('pexpire', key, ARGV[4]) end
+for _, key in ipairs(KEYS) do n = n + redis.call('pexpire', key, value) end
 return n > 0 and 1 or 0`,
-);
+  parse: replies.flag,
+});
 
 /** The keys of one semaphore or latch, and the calls on them all. */
 export class ObjectKeys {
   constructor(
     private readonly core: Core,
     private readonly kind: ObjectKind,
-    /** The main key first. */
-    private readonly keys: readonly string[],
+    private readonly main: string,
+    /** The object's other keys. */
+    private readonly others: readonly string[],
     private readonly channel: string,
     /** Published on `channel` when `delete` removed something ('' for nothing): the latch wakes its awaiters. */
     private readonly deletedMessage: string,
@@ -50,29 +55,29 @@ export class ObjectKeys {
   /** Whether any of the keys exists (`EXISTS`). */
   async isExists(): Promise<boolean> {
     this.core.checkOpen();
-    const [main] = this.keys;
-    const reply = await this.core.executor.run('object.isExists', () => this.core.connection.send(main, ['EXISTS', ...this.keys]), { idempotent: true });
+    const { main, others } = this;
+    const reply = await this.core.executor.run('object.isExists', () => this.core.connection.send(main, ['EXISTS', main, ...others]), { idempotent: true });
     return Number(reply) > 0;
   }
 
   /** Deletes every key (kind-checked); true when something was deleted. */
   async delete(): Promise<boolean> {
-    return (await this.run('delete', this.channel, this.deletedMessage)) === 1;
+    return this.run('delete', this.channel, this.deletedMessage);
   }
 
   /** Sets a TTL of `time` `unit` on every key (kind-checked); true when a key existed. */
   async expire(time: number, unit: TimeUnit): Promise<boolean> {
-    return (await this.run('expire', String(positiveTime(time, unit, 'time')), '')) === 1;
+    return this.run('expire', String(positiveTime(time, unit, 'time')), '');
   }
 
-  private async run(op: 'delete' | 'expire', arg: string, message: string): Promise<number> {
+  private run(op: 'delete' | 'expire', value: string, message: string): Promise<boolean> {
     this.core.checkOpen();
     const { connection } = this.core;
-    const reply = await this.core.executor.run(
+    const { main, others, kind } = this;
+    return this.core.executor.run(
       `object.${op}`,
-      () => KEY_OPS.run(connection, this.keys, [op, this.kind, redisTypeOf(this.core.kinds, this.kind), arg, message, connection.publishCommand]),
-      { idempotent: true, expects: { key: this.keys[0], kind: this.kind } },
+      () => KEY_OPS.run(connection, { main, others, op, kind, redisType: redisTypeOf(this.core.kinds, kind), value, message, publishCommand: connection.publishCommand }),
+      { idempotent: true, expects: { key: main, kind } },
     );
-    return Number(reply);
   }
 }

@@ -1,5 +1,5 @@
 import type { Connection } from '../redis/connection.js';
-import { Script } from '../redis/script.js';
+import { defineScript } from '../redis/script.js';
 import type { KeyState } from '../descriptor.js';
 
 export type { KeyState } from '../descriptor.js';
@@ -12,15 +12,18 @@ export interface Snapshot {
 }
 
 /**
- * Reads `KEYS` (all of one object, so of one cluster slot) in one script run, so that what they show is
- * consistent: the server time, then per key `{TYPE, PTTL, size, content}`, where the content of a hash
- * is `HGETALL` (or `HRANDFIELD … WITHVALUES` of ARGV[1] fields when it has more), of a sorted set the first
- * ARGV[1] members with scores, of a list its first ARGV[1] elements, of a string its value when it is
- * at most 64 bytes. Reads only.
+ * Reads the keys `objectKeys` (all of one object, so of one cluster slot) in one script run, so that what
+ * they show is consistent: the server time, then per key `{TYPE, PTTL, size, content}`, where the content
+ * of a hash is `HGETALL` (or `HRANDFIELD … WITHVALUES` of `maxEntries` fields when it has more), of a sorted set
+ * the first `maxEntries` members with scores, of a list its first `maxEntries` elements, of a string its value when
+ * it is at most 64 bytes. Reads only.
  */
-const SNAPSHOT = new Script(
-  'cli.snapshot',
-  `local limit = tonumber(ARGV[1])
+const SNAPSHOT = defineScript({
+  name: 'cli.snapshot',
+  keys: [],
+  restKeys: 'objectKeys',
+  args: ['maxEntries'],
+  lua: `local limit = tonumber(maxEntries)
 local t = redis.call('time')
 local out = {t[1], t[2]}
 for i = 1, #KEYS do
@@ -43,19 +46,25 @@ for i = 1, #KEYS do
   out[#out + 1] = {kind, redis.call('pttl', key), size, body}
 end
 return out`,
-);
+  parse: (reply) => {
+    const [seconds, micros, ...states] = reply as [string, string, ...RawKey[]];
+    return { now: Number(seconds) * 1000 + Math.floor(Number(micros) / 1000), states };
+  },
+});
 
 /**
  * Takes a snapshot of `keys` (the object's main key first: it routes the script on a cluster), reading at
  * most `limit` entries of each. Rejects with the node-redis error when Redis fails.
  */
 export async function snapshot(connection: Connection, keys: readonly string[], limit: number): Promise<Snapshot> {
-  const reply = (await SNAPSHOT.run(connection, keys, [String(limit)])) as unknown[];
-  const now = Number(reply[0]) * 1000 + Math.floor(Number(reply[1]) / 1000);
-  return { now, keys: keys.map((key, i) => keyState(key, reply[i + 2] as [string, number, number, string[]])) };
+  const { now, states } = await SNAPSHOT.run(connection, { objectKeys: keys, maxEntries: String(limit) });
+  return { now, keys: keys.map((key, i) => keyState(key, states[i])) };
 }
 
-function keyState(key: string, [type, pttl, size, body]: [string, number, number, string[]]): KeyState {
+/** One key as the snapshot script reads it: `{TYPE, PTTL, size, content}`. */
+type RawKey = [type: string, pttl: number, size: number, body: string[]];
+
+function keyState(key: string, [type, pttl, size, body]: RawKey): KeyState {
   const pairs = (): Array<[string, string]> => Array.from({ length: body.length / 2 }, (_, i) => [body[2 * i], body[2 * i + 1]]);
   return {
     key,

@@ -43,7 +43,7 @@ export class RCountDownLatch extends CountedObject {
 
   /** Reads the count with a script that checks the key's kind (`HMGET` of `kind` and `count`). */
   protected override sendCountRead(): Promise<unknown> {
-    return READ_COUNT.run(this.core.connection, [this.key], []);
+    return READ_COUNT.run(this.core.connection, { countdown: this.key });
   }
 
   /**
@@ -55,7 +55,7 @@ export class RCountDownLatch extends CountedObject {
     if (typeof count !== 'number' || !Number.isSafeInteger(count) || count < 1) {
       throw new InvalidArgumentError('count', `must be a whole number >= 1; got ${typeof count === 'number' ? count : typeof count}`);
     }
-    return Number(await this.run('latch.trySetCount', TRY_SET_COUNT, [String(count)])) === 1;
+    return this.run('latch.trySetCount', TRY_SET_COUNT, { countdown: this.key, initial: String(count) });
   }
 
   /**
@@ -65,7 +65,7 @@ export class RCountDownLatch extends CountedObject {
    * again (request latch). Throws `WrongTypeError`, `RedisUnavailableError`, `ClientClosedError`.
    */
   async countDown(): Promise<number> {
-    return Number(await this.run('latch.countDown', COUNT_DOWN, []));
+    return this.run('latch.countDown', COUNT_DOWN, { countdown: this.key });
   }
 
   /** The current count (`HMGET`; 0 when the latch is open). Throws `WrongTypeError`, `RedisUnavailableError`, `ClientClosedError`. */

@@ -1,6 +1,7 @@
 import type { Core } from '../core.js';
 import { auxName } from '../keys.js';
-import { acquireResult, RLock, type AcquireResult, type Grant } from '../lock/lock.js';
+import { RLock, type Grant } from '../lock/lock.js';
+import type { AcquireResult } from '../lock/scripts.js';
 import { WAKE_ONE } from '../pubsub/channel.js';
 import type { Attempt } from '../pubsub/wait.js';
 import { monotonic } from '../time.js';
@@ -59,22 +60,20 @@ export class RFairLock extends RLock {
 
   protected override async runAcquire(owner: string, lease: string, guard: string, held: string): Promise<AcquireResult> {
     const { connection, fairLockWaitTimeout } = this.core;
-    const reply = await FAIR_ACQUIRE.run(
-      connection,
-      [this.key, this.queueKey, this.timeoutKey],
-      [
-        lease,
-        owner,
-        guard,
-        String(fairLockWaitTimeout),
-        this.waiting.has(owner) ? '1' : '0',
-        this.channel,
-        connection.publishCommand,
-        String(Math.max(1, Math.floor(fairLockWaitTimeout / 3))),
-        held,
-      ],
-    );
-    return acquireResult(reply);
+    return FAIR_ACQUIRE.run(connection, {
+      lock: this.key,
+      queue: this.queueKey,
+      timeouts: this.timeoutKey,
+      leaseMs: lease,
+      owner,
+      guard,
+      heldCount: held,
+      waitTimeoutMs: String(fairLockWaitTimeout),
+      join: this.waiting.has(owner) ? '1' : '0',
+      channel: this.channel,
+      publishCommand: connection.publishCommand,
+      maxRetryMs: String(Math.max(1, Math.floor(fairLockWaitTimeout / 3))),
+    });
   }
 
   /**
@@ -100,24 +99,34 @@ export class RFairLock extends RLock {
     return grant;
   }
 
-  protected override runUnlock(owner: string, latch: string, attempt: number, guard: string): Promise<unknown> {
+  protected override runUnlock(owner: string, latch: string, attempt: number, guard: string): Promise<number | null> {
     const { connection, latches } = this.core;
-    return FAIR_UNLOCK.run(
-      connection,
-      [this.key, latch, this.queueKey, this.timeoutKey],
-      [owner, this.channel, connection.publishCommand, latches.ttlArg, attempt > 1 ? '1' : '0', guard],
-    );
+    return FAIR_UNLOCK.run(connection, {
+      ...this.queueKeys(),
+      latch,
+      owner,
+      channel: this.channel,
+      publishCommand: connection.publishCommand,
+      latchTtl: latches.ttlArg,
+      retry: attempt > 1 ? '1' : '0',
+      guard,
+    });
   }
 
-  protected override runForceUnlock(): Promise<unknown> {
-    return FAIR_FORCE_UNLOCK.run(this.core.connection, [this.key, this.queueKey, this.timeoutKey], [this.channel, this.core.connection.publishCommand]);
+  protected override runForceUnlock(): Promise<boolean> {
+    return FAIR_FORCE_UNLOCK.run(this.core.connection, { ...this.queueKeys(), channel: this.channel, publishCommand: this.core.connection.publishCommand });
+  }
+
+  /** The keys every fair-lock script takes: the lock hash, the queue and the waiters' deadlines. */
+  private queueKeys(): { lock: string; queue: string; timeouts: string } {
+    return { lock: this.key, queue: this.queueKey, timeouts: this.timeoutKey };
   }
 
   /** Removes `owner` from the queue (Redisson's `acquireFailed`); failures are logged, never thrown. */
   private async leave(owner: string): Promise<void> {
     const { connection, executor, log } = this.core;
     try {
-      await executor.run('fairLock.leave', () => FAIR_LEAVE.run(connection, [this.key, this.queueKey, this.timeoutKey], [owner, this.channel, connection.publishCommand]), {
+      await executor.run('fairLock.leave', () => FAIR_LEAVE.run(connection, { ...this.queueKeys(), owner, channel: this.channel, publishCommand: connection.publishCommand }), {
         idempotent: true,
         deadline: monotonic() + LEAVE_WAIT_MS,
       });

@@ -1,6 +1,7 @@
 import type { Core } from '../core.js';
 import { auxName } from '../keys.js';
-import { HOLD_ENDED, requireLockUnit, RLock, tryLockTimes, type AcquireResult } from '../lock/lock.js';
+import { requireLockUnit, RLock, tryLockTimes } from '../lock/lock.js';
+import type { AcquireResult } from '../lock/scripts.js';
 import { leaseMillis, type TimeUnit } from '../time.js';
 import { FENCED_ACQUIRE } from './scripts.js';
 
@@ -67,10 +68,7 @@ export class RFencedLock extends RLock {
     return BigInt((value as string | null) ?? 0);
   }
 
-  protected override async runAcquire(owner: string, lease: string, guard: string, held: string): Promise<AcquireResult> {
-    const reply = await FENCED_ACQUIRE.run(this.core.connection, [this.key, this.fenceKey], [lease, owner, guard, this.kind, held]);
-    if (reply === 'lost') return HOLD_ENDED;
-    const [granted, value] = reply as [number, string | number];
-    return Number(granted) === 1 ? { granted: true, token: BigInt(value) } : { granted: false, ttl: Number(value) };
+  protected override runAcquire(owner: string, lease: string, guard: string, held: string): Promise<AcquireResult> {
+    return FENCED_ACQUIRE.run(this.core.connection, { lock: this.key, fence: this.fenceKey, leaseMs: lease, owner, guard, heldCount: held, kind: this.kind });
   }
 }

@@ -12,7 +12,7 @@ import { checkOptions, leaseMillis, monotonic, optionLease, optionWait, requireU
 import { HoldSignal, type RenewalKind, type WatchdogHold } from '../watchdog/hold.js';
 import { KeyEvents, type LockEvent } from './events.js';
 import { LockHandle } from './handle.js';
-import { ACQUIRE, FORCE_UNLOCK, RENEW, UNLOCK } from './scripts.js';
+import { ACQUIRE, FORCE_UNLOCK, RENEW, UNLOCK, type AcquireResult } from './scripts.js';
 
 /**
  * @internal RLock's protected steps, for the objects that drive RLocks as members (RMultiLock, RRedLock):
@@ -127,22 +127,6 @@ export interface Grant {
 /** The renewal kind of every hash-based exclusive lock (RLock, fenced, spin). */
 export const LOCK_RENEWAL: RenewalKind = { script: RENEW, keysPerHold: 1 };
 
-/**
- * The answer of one run of an acquire script: granted (with a fencing token for fenced locks), or the
- * holder's PTTL, or (`lost`, see `HOLD_ENDED`) nothing done because the owner's hold had ended in Redis.
- */
-export type AcquireResult = { readonly granted: true; readonly token?: bigint } | { readonly granted: false; readonly ttl: number; readonly lost?: true };
-
-const GRANTED: AcquireResult = Object.freeze({ granted: true });
-
-/**
- * An acquire script's `'lost'` answer (see `holdSource`): the client sent a hold count above 0 but Redis
- * has no hold of the owner; nothing was written, and the attempt is made again with the count corrected.
- */
-export const HOLD_ENDED: AcquireResult = Object.freeze({ granted: false, ttl: 0, lost: true });
-
-/** The answer of an acquire script that returns nil when granted, else the holder's PTTL (RLock, spin, fair, read-write). */
-export const acquireResult = (reply: unknown): AcquireResult => (reply === null ? GRANTED : reply === 'lost' ? HOLD_ENDED : { granted: false, ttl: Number(reply) });
 
 /**
  * A reentrant distributed lock with Redisson's `RLock` semantics.
@@ -312,13 +296,12 @@ export class RLock {
   async forceUnlock(): Promise<boolean> {
     this.core.checkOpen();
     this.core.watchdog.forget(this.key);
-    const deleted = await this.core.executor.run('forceUnlock', () => this.runForceUnlock(), { idempotent: true, expects: this.expects });
-    return Number(deleted) === 1;
+    return this.core.executor.run('forceUnlock', () => this.runForceUnlock(), { idempotent: true, expects: this.expects });
   }
 
-  /** Runs the force-unlock script once: 1 when a lock was deleted, else 0. The fair lock overrides it. */
-  protected runForceUnlock(): Promise<unknown> {
-    return FORCE_UNLOCK.run(this.core.connection, [this.key], [this.releaseChannel(), this.core.connection.publishCommand, this.kind]);
+  /** Runs the force-unlock script once: true when a lock was deleted. The fair lock overrides it. */
+  protected runForceUnlock(): Promise<boolean> {
+    return FORCE_UNLOCK.run(this.core.connection, { lock: this.key, channel: this.releaseChannel(), publishCommand: this.core.connection.publishCommand, kind: this.kind });
   }
 
   /**
@@ -576,8 +559,8 @@ export class RLock {
    * hold count as this client knows it, see `holdSource`) for this lock's `kind`. The fenced lock
    * overrides it to take a token in the same script.
    */
-  protected async runAcquire(owner: string, lease: string, guard: string, held: string): Promise<AcquireResult> {
-    return acquireResult(await ACQUIRE.run(this.core.connection, [this.key], [lease, owner, guard, this.kind, held]));
+  protected runAcquire(owner: string, lease: string, guard: string, held: string): Promise<AcquireResult> {
+    return ACQUIRE.run(this.core.connection, { lock: this.key, leaseMs: lease, owner, guard, heldCount: held, kind: this.kind });
   }
 
   /**
@@ -728,9 +711,9 @@ export class RLock {
    * `owner` does not hold the lock, 0 when holds remain, 1 when released. Fair and read-write locks
    * override it.
    */
-  protected runUnlock(owner: string, latch: string, attempt: number, guard: string): Promise<unknown> {
+  protected runUnlock(owner: string, latch: string, attempt: number, guard: string): Promise<number | null> {
     const { connection, latches } = this.core;
-    return UNLOCK.run(connection, [this.key, latch], [owner, this.releaseChannel(), connection.publishCommand, latches.ttlArg, attempt > 1 ? '1' : '0', guard]);
+    return UNLOCK.run(connection, { lock: this.key, latch, owner, channel: this.releaseChannel(), publishCommand: connection.publishCommand, latchTtl: latches.ttlArg, retry: attempt > 1 ? '1' : '0', guard });
   }
 
   /** The channel a release that frees the lock publishes on; the spin lock returns '' (publish nothing). */
@@ -754,7 +737,7 @@ export class RLock {
       },
       { idempotent: true },
     );
-    return Number((reply as unknown[])[0]) === 1 ? sentAt : undefined;
+    return reply[0] === 1 ? sentAt : undefined;
   }
 
   /** `syncReplicas`: a grant no replica acknowledged is undone before the error goes up (Redisson #4822). */

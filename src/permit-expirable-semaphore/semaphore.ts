@@ -82,7 +82,7 @@ export class RPermitExpirableSemaphore {
     this.key = mainKey(core.keyPrefix, name);
     this.permitsKey = auxName(core.keyPrefix, 'permits', this.key);
     this.channel = auxName(core.keyPrefix, 'channel', this.key, 'permits');
-    this.keys = new ObjectKeys(core, 'expirable-semaphore', [this.key, this.permitsKey], this.channel, '');
+    this.keys = new ObjectKeys(core, 'expirable-semaphore', this.key, [this.permitsKey], this.channel, '');
   }
 
   /** The name given to `getPermitExpirableSemaphore()` (Redisson's `getName()`). */
@@ -192,7 +192,7 @@ export class RPermitExpirableSemaphore {
    * `ClientClosedError`.
    */
   async setPermits(permits: number): Promise<void> {
-    await this.run('permits.setPermits', SET_LIMIT, [String(permitTotal(permits))]);
+    await this.run('permits.setPermits', SET_LIMIT, { total: String(permitTotal(permits)) });
   }
 
   /**
@@ -205,7 +205,7 @@ export class RPermitExpirableSemaphore {
    */
   async trySetPermits(permits: number, timeToLive?: number, unit?: TimeUnit): Promise<boolean> {
     const ttl = timeToLive === undefined ? '' : String(positiveTime(timeToLive, unit, 'timeToLive'));
-    return Number(await this.run('permits.trySetPermits', TRY_SET_LIMIT, [String(permitTotal(permits)), ttl])) === 1;
+    return this.run('permits.trySetPermits', TRY_SET_LIMIT, { total: String(permitTotal(permits)), ttlMs: ttl });
   }
 
   /**
@@ -216,7 +216,7 @@ export class RPermitExpirableSemaphore {
    */
   async getLeaseTime(permitId: string): Promise<number> {
     if (typeof permitId !== 'string' || permitId === '') throw new InvalidArgumentError('permitId', 'must be a permit id (a non-empty string from acquire or tryAcquire)');
-    const ms = Number(await this.run('permits.getLeaseTime', LEASE_TIME, [permitId]));
+    const ms = await this.run('permits.getLeaseTime', LEASE_TIME, { permitId });
     if (ms < 0) throw new PermitNotHeldError(this.name, [permitId], 1);
     return ms;
   }
@@ -255,7 +255,7 @@ export class RPermitExpirableSemaphore {
    * Throws `InvalidArgumentError` (not an integer) and the errors of `setPermits`.
    */
   async addPermits(permits: number): Promise<void> {
-    await this.run('permits.addPermits', ADD_LIMIT, [String(permitDelta(permits))]);
+    await this.run('permits.addPermits', ADD_LIMIT, { delta: String(permitDelta(permits)) });
   }
 
   /** Acquires `permits` fresh ids, registering them with the watchdog first when there is no lease. */
@@ -275,7 +275,7 @@ export class RPermitExpirableSemaphore {
         need: permits,
         waitMs,
         signal,
-        attempt: (deadline) => this.attempt(ids, [lease, String(permits), base], deadline, signal),
+        attempt: (deadline) => this.attempt(ids, { leaseMs: lease, count: String(permits), idBase: base }, deadline, signal),
         observed: { observer: core.observe, kind: 'permit_expirable_semaphore', name: this.name, key: this.key, holders: ids },
       });
     } finally {
@@ -286,9 +286,9 @@ export class RPermitExpirableSemaphore {
     return { ids, sentAt };
   }
 
-  private async attempt(ids: readonly string[], args: string[], deadline: number | undefined, signal: AbortSignal | undefined): Promise<Attempt<number>> {
+  private async attempt(ids: readonly string[], args: { leaseMs: string; count: string; idBase: string }, deadline: number | undefined, signal: AbortSignal | undefined): Promise<Attempt<number>> {
     let sentAt = 0;
-    const reply = await this.run('permits.acquire', ACQUIRE, args, {
+    const take = await this.run('permits.acquire', ACQUIRE, args, {
       deadline,
       signal,
       onSend: (at) => (sentAt = at),
@@ -296,13 +296,13 @@ export class RPermitExpirableSemaphore {
         if (tookPermits(replies)) void this.undo(ids);
       },
     });
-    return acquireOutcome(reply, sentAt);
+    return acquireOutcome(take, sentAt);
   }
 
   /** Releases permits that an attempt took after its caller gave up. */
   private async undo(ids: readonly string[]): Promise<void> {
     try {
-      await this.run('permits.release', RELEASE, ids);
+      await this.run('permits.release', RELEASE, { ids });
     } catch (error) {
       this.core.log.warn({ semaphore: this.name, permits: ids.length, err: error }, 'could not release permits taken after the caller gave up; they expire with their lease');
     }
@@ -321,7 +321,7 @@ export class RPermitExpirableSemaphore {
     const resume = this.core.watchdog.suspend(this.key, ids);
     let gone: string[] | undefined;
     try {
-      gone = notHeld(ids, await this.run('permits.release', RELEASE, ids));
+      gone = notHeld(ids, await this.run('permits.release', RELEASE, { ids }));
     } finally {
       resume(ended(gone ?? []));
     }
@@ -336,7 +336,7 @@ export class RPermitExpirableSemaphore {
     const resume = this.core.watchdog.suspend(this.key, ids);
     let gone: string[] | undefined;
     try {
-      gone = notHeld(ids, await this.run('permits.updateLeaseTime', UPDATE_LEASE, [String(leaseMs), ...ids], { onSend }));
+      gone = notHeld(ids, await this.run('permits.updateLeaseTime', UPDATE_LEASE, { leaseMs: String(leaseMs), ids }, { onSend }));
     } finally {
       resume(gone === undefined ? () => false : ended(gone));
     }
@@ -369,20 +369,21 @@ export class RPermitExpirableSemaphore {
   }
 
   private async counts(): Promise<[limit: number, held: number]> {
-    const reply = (await this.run('permits.counts', COUNTS, [])) as unknown[];
-    return [Number(reply[0]), Number(reply[1])];
+    return this.run('permits.counts', COUNTS, {});
   }
 
   private notHeld(gone: readonly string[]): PermitNotHeldError {
     return new PermitNotHeldError(this.name, gone.slice(0, 100), gone.length);
   }
 
-  private run(operation: string, script: ObjectScript, args: readonly string[], options: ObjectRunOptions = {}): Promise<unknown> {
-    return runObjectScript(this.core, operation, script, [this.key, this.permitsKey], this.channel, args, {
+  /** Runs one of the permit scripts with `values` (its keys are added) on the semaphore's channel. */
+  private run<V, R>(operation: string, script: ObjectScript<V, R>, values: Omit<V, 'permits' | 'limit'>, options: ObjectRunOptions<R> = {}): Promise<R> {
+    return runObjectScript(this.core, operation, script, { ...values, permits: this.key, limit: this.permitsKey } as V, this.channel, {
       ...options,
       expects: { key: this.key, kind: 'expirable-semaphore' },
     });
   }
+
 }
 
 /**
@@ -395,9 +396,9 @@ function ended(gone: readonly string[]): (id: string) => boolean {
   return (id) => set.has(id);
 }
 
-/** A release or lease-change reply: the positions (from 1) of the ids not held, or a count when all were. */
-function notHeld(ids: readonly string[], reply: unknown): string[] {
-  return Array.isArray(reply) ? reply.map((position) => ids[Number(position) - 1]) : [];
+/** The ids not held, from a release or lease-change reply (the positions, from 1, of the ids not held, or a count when all were). */
+function notHeld(ids: readonly string[], reply: number[] | number): string[] {
+  return Array.isArray(reply) ? reply.map((position) => ids[position - 1]) : [];
 }
 
 /** One id or a list of them: non-empty strings, at least one, no repeats. */

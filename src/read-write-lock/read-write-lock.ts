@@ -2,7 +2,8 @@ import { owningContext, type LockContext } from '../context.js';
 import type { Core } from '../core.js';
 import { LockUpgradeError } from '../errors.js';
 import { auxName, mainKey } from '../keys.js';
-import { acquireResult, RLock, type AcquireResult, type Grant } from '../lock/lock.js';
+import { RLock, type Grant } from '../lock/lock.js';
+import type { AcquireResult } from '../lock/scripts.js';
 import type { Attempt } from '../pubsub/wait.js';
 import type { RenewalKind, WatchdogHold } from '../watchdog/hold.js';
 import { RW_ACQUIRE, RW_FORCE_UNLOCK, RW_IS_LOCKED, RW_RENEW, RW_UNLOCK } from './scripts.js';
@@ -122,11 +123,10 @@ abstract class ReadWriteSide extends RLock {
    */
   override async isLocked(): Promise<boolean> {
     this.core.checkOpen();
-    const reply = await this.core.executor.run('readWriteLock.isLocked', () => RW_IS_LOCKED.run(this.core.connection, [this.key], [this.side]), {
+    return this.core.executor.run('readWriteLock.isLocked', () => RW_IS_LOCKED.run(this.core.connection, { lock: this.key, side: this.side }), {
       idempotent: true,
       expects: this.expects,
     });
-    return Number(reply) === 1;
   }
 
   /**
@@ -137,12 +137,11 @@ abstract class ReadWriteSide extends RLock {
   override async forceUnlock(): Promise<boolean> {
     this.core.checkOpen();
     const { connection } = this.core;
-    const reply = await this.core.executor.run(
+    const deleted = await this.core.executor.run(
       'readWriteLock.forceUnlock',
-      () => RW_FORCE_UNLOCK.run(connection, [this.key, this.leasesKey], [this.side, this.channel, connection.publishCommand]),
+      () => RW_FORCE_UNLOCK.run(connection, { lock: this.key, leases: this.leasesKey, side: this.side, channel: this.channel, publishCommand: connection.publishCommand }),
       { idempotent: true, expects: this.expects },
     );
-    const deleted = Number(reply) === 1;
     if (deleted) this.core.watchdog.forget(this.key);
     return deleted;
   }
@@ -157,22 +156,38 @@ abstract class ReadWriteSide extends RLock {
   }
 
   protected override async runAcquire(owner: string, lease: string, guard: string): Promise<AcquireResult> {
-    const reply = await RW_ACQUIRE.run(this.core.connection, [this.key, this.leasesKey], [lease, owner, guard, this.side, this.writeField(owner), this.readField(owner)]);
+    const reply = await RW_ACQUIRE.run(this.core.connection, {
+      lock: this.key,
+      leases: this.leasesKey,
+      leaseMs: lease,
+      field: owner,
+      guard,
+      side: this.side,
+      writeField: this.writeField(owner),
+      readField: this.readField(owner),
+    });
     if (reply === 'upgrade') throw new LockUpgradeError(this.name, this.readField(owner));
-    return acquireResult(reply);
+    return reply;
   }
 
   protected override waitForLock(waitMs: number, signal: AbortSignal | undefined, attempt: (deadline: number | undefined) => Promise<Attempt<Grant>>): Promise<Grant | undefined> {
     return this.waitOn(this.channel, READ_WRITE_WAKE, waitMs, signal, attempt);
   }
 
-  protected override runUnlock(owner: string, latch: string, attempt: number, guard: string): Promise<unknown> {
+  protected override runUnlock(owner: string, latch: string, attempt: number, guard: string): Promise<number | null> {
     const { connection, latches } = this.core;
-    return RW_UNLOCK.run(
-      connection,
-      [this.key, this.leasesKey, latch],
-      [owner, this.side, this.channel, connection.publishCommand, latches.ttlArg, attempt > 1 ? '1' : '0', guard],
-    );
+    return RW_UNLOCK.run(connection, {
+      lock: this.key,
+      leases: this.leasesKey,
+      latch,
+      field: owner,
+      side: this.side,
+      channel: this.channel,
+      publishCommand: connection.publishCommand,
+      latchTtl: latches.ttlArg,
+      retry: attempt > 1 ? '1' : '0',
+      guard,
+    });
   }
 
   /** The hash field of the write holds of the owner whose field on this side is `owner`. */

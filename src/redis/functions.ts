@@ -80,23 +80,25 @@ const MISSING = /^ERR Function not found/;
 const LOADED = /^ERR Library '[^']*' already exists/;
 
 /**
- * Runs `script` as a function (`FCALL`, or `FCALL_RO` for a read-only one) routed by `keys[0]`, loading
- * the library first when the node does not have it. Replies are raw. Throws `PermissionError` when the
- * ACL refuses the call or the load, and Redis's error for anything else.
+ * Runs `script` as a function (`FCALL`, or `FCALL_RO` for a read-only one) routed by `firstKey`, loading
+ * the library first when the node does not have it. `command` is laid out as `[verb, function, numkeys,
+ * ...keys, ...args]` (the first two are filled in here). Replies are raw. Throws `PermissionError` when
+ * the ACL refuses the call or the load, and Redis's error for anything else.
  */
-export async function callFunction(connection: Connection, script: LibraryScript, keys: readonly string[], args: readonly string[]): Promise<unknown> {
+export async function callFunction(connection: Connection, script: LibraryScript, firstKey: string | undefined, command: string[]): Promise<unknown> {
   const library = build();
   const verb = script.readOnly ? 'FCALL_RO' : 'FCALL';
-  const command = [verb, library.functions.get(script)!, String(keys.length), ...keys, ...args];
+  command[0] = verb;
+  command[1] = library.functions.get(script)!;
   try {
-    return await connection.send(keys[0], command);
+    return await connection.send(firstKey, command);
   } catch (error) {
     if (!(error instanceof Error) || !MISSING.test(error.message)) throw refusal(error, script.name, verb);
   }
-  await connection.sendKeyless(keys[0] ?? '', ['FUNCTION', 'LOAD', library.code]).catch((error: unknown) => {
+  await connection.sendKeyless(firstKey ?? '', ['FUNCTION', 'LOAD', library.code]).catch((error: unknown) => {
     if (!(error instanceof Error) || !LOADED.test(error.message)) throw refusal(error, script.name, 'function|load');
   });
-  return connection.send(keys[0], command).catch((error: unknown) => {
+  return connection.send(firstKey, command).catch((error: unknown) => {
     throw refusal(error, script.name, verb);
   });
 }

@@ -49,14 +49,19 @@ export function positiveTime(value: number, unit: TimeUnit | undefined, argument
 /** The unit that must come with a time argument of a semaphore method. */
 export const requirePermitUnit = (unit: TimeUnit | undefined): TimeUnit => requireUnit(unit, 'tryAcquire(1, "seconds")');
 
+/** What a permit-taking script answered: the permits were taken, or not, with the ms to wait (-1: no expiry). */
+export type Take = true | { readonly retryAfterMs: number };
+
 /**
- * Reads an acquire script's reply: the integer 1 when the permits were taken, else the table
+ * Parses an acquire script's reply: the integer 1 when the permits were taken, else the table
  * `{ free permits, ms until the nearest permit expires or -1 }`.
  */
-export function acquireOutcome<T>(reply: unknown, value: T): Attempt<T> {
-  if (Array.isArray(reply)) return { acquired: false, retryAfterMs: Number(reply[1]) };
-  return { acquired: true, value };
+export const takeReply = (reply: unknown): Take => (Array.isArray(reply) ? { retryAfterMs: Number(reply[1]) } : true);
+
+/** The wait loop's outcome of one attempt that answered `take`, with `value` when it took the permits. */
+export function acquireOutcome<T>(take: Take, value: T): Attempt<T> {
+  return take === true ? { acquired: true, value } : { acquired: false, retryAfterMs: take.retryAfterMs };
 }
 
-/** Whether one of the replies that arrived after the caller gave up took permits (and must be undone). */
-export const tookPermits = (replies: unknown[]): boolean => replies.some((reply) => !Array.isArray(reply));
+/** Whether one of the attempts that answered after the caller gave up took permits (and must be undone). */
+export const tookPermits = (takes: readonly Take[]): boolean => takes.includes(true);

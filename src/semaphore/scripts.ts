@@ -1,68 +1,85 @@
-import { ObjectScript } from '../redis/object-script.js';
+import { defineObjectScript } from '../redis/object-script.js';
+import { replies } from '../redis/script.js';
+import { takeReply } from './permits.js';
 
 /**
- * RSemaphore scripts (Redisson's `RedissonSemaphore`). KEYS[1] = the semaphore: a string holding the
- * number of free permits (missing = 0); KEYS[2] = the request latch. Every script's first command on
- * KEYS[1] is a string command, which Redis refuses with WRONGTYPE (nothing written) on a key of another
- * kind (every other kind keeps a hash or a sorted set there). ARGV[1..4] as described in
- * `ObjectScript`; ARGV[5] = the number of permits. Changes publish the new free count on the channel.
+ * RSemaphore scripts (Redisson's `RedissonSemaphore`), `ObjectScript`s. The key `semaphore` is a string
+ * holding the number of free permits (missing = 0). Every script's first command on it is a string
+ * command, which Redis refuses with WRONGTYPE (nothing written) on a key of another kind (every other
+ * kind keeps a hash or a sorted set there). `permits` = the number of permits. Changes publish the new
+ * free count on the channel.
  */
 
-/** Takes ARGV[5] permits if that many are free: 1, else `{ free, -1 }` (no expiry to wait for). */
-export const ACQUIRE = new ObjectScript(
-  'semaphore.acquire',
-  `local free = tonumber(redis.call('get', KEYS[1]) or '0')
-if free >= tonumber(ARGV[5]) then
-  redis.call('decrby', KEYS[1], ARGV[5])
+/** Takes `permits` if that many are free: 1, else `{ free, -1 }` (no expiry to wait for); see `takeReply`. */
+export const ACQUIRE = defineObjectScript({
+  name: 'semaphore.acquire',
+  keys: ['semaphore'],
+  args: ['permits'],
+  replay: true,
+  lua: `local free = tonumber(redis.call('get', semaphore) or '0')
+if free >= tonumber(permits) then
+  redis.call('decrby', semaphore, permits)
   return answer(1)
 end
 return {free, -1}`,
-  true,
-);
+  parse: takeReply,
+});
 
-/** Adds ARGV[5] permits (negative: removes them; `release` and `addPermits`). Returns the new count. */
-export const ADD = new ObjectScript(
-  'semaphore.add',
-  `local free = redis.call('incrby', KEYS[1], ARGV[5])
+/** Adds `permits` (negative: removes them; `release` and `addPermits`). Returns the new count. */
+export const ADD = defineObjectScript({
+  name: 'semaphore.add',
+  keys: ['semaphore'],
+  args: ['permits'],
+  replay: true,
+  lua: `local free = redis.call('incrby', semaphore, permits)
 if free > 0 then publish(free) end
 return answer(free)`,
-  true,
-);
+  parse: replies.integer,
+});
 
 /**
- * Adds ARGV[5] permits only if the semaphore exists (Redisson's `releaseIfExists`): 1, else 0 (nothing
+ * Adds `permits` only if the semaphore exists (Redisson's `releaseIfExists`): true, else false (nothing
  * written). `GET` first, which Redis refuses with WRONGTYPE on a key of another kind.
  */
-export const ADD_IF_EXISTS = new ObjectScript(
-  'semaphore.releaseIfExists',
-  `if not redis.call('get', KEYS[1]) then return 0 end
-local free = redis.call('incrby', KEYS[1], ARGV[5])
+export const ADD_IF_EXISTS = defineObjectScript({
+  name: 'semaphore.releaseIfExists',
+  keys: ['semaphore'],
+  args: ['permits'],
+  replay: true,
+  lua: `if not redis.call('get', semaphore) then return 0 end
+local free = redis.call('incrby', semaphore, permits)
 if free > 0 then publish(free) end
 return answer(1)`,
-  true,
-);
+  parse: replies.flag,
+});
 
 /**
- * Sets the count to ARGV[5] if the semaphore does not exist yet: 1, else 0 (`GET` first, which Redis
- * refuses with WRONGTYPE on a key of another kind, where `SETNX` would answer 0). ARGV[6] = time to live
- * of the new key in ms, '' for none.
+ * Sets the count to `permits` if the semaphore does not exist yet: true, else false (`GET` first, which
+ * Redis refuses with WRONGTYPE on a key of another kind, where `SETNX` would answer 0). `ttlMs` = time to
+ * live of the new key in ms, '' for none.
  */
-export const TRY_SET = new ObjectScript(
-  'semaphore.trySetPermits',
-  `if redis.call('get', KEYS[1]) then return 0 end
-redis.call('set', KEYS[1], ARGV[5])
-if ARGV[6] ~= '' then redis.call('pexpire', KEYS[1], ARGV[6]) end
-if tonumber(ARGV[5]) > 0 then publish(ARGV[5]) end
+export const TRY_SET = defineObjectScript({
+  name: 'semaphore.trySetPermits',
+  keys: ['semaphore'],
+  args: ['permits', 'ttlMs'],
+  replay: true,
+  lua: `if redis.call('get', semaphore) then return 0 end
+redis.call('set', semaphore, permits)
+if ttlMs ~= '' then redis.call('pexpire', semaphore, ttlMs) end
+if tonumber(permits) > 0 then publish(permits) end
 return answer(1)`,
-  true,
-);
+  parse: replies.flag,
+});
 
 /** Sets the count to 0 and returns what it was (0 when the semaphore does not exist). */
-export const DRAIN = new ObjectScript(
-  'semaphore.drain',
-  `local free = redis.call('get', KEYS[1])
+export const DRAIN = defineObjectScript({
+  name: 'semaphore.drain',
+  keys: ['semaphore'],
+  args: [],
+  replay: true,
+  lua: `local free = redis.call('get', semaphore)
 if not free then return 0 end
-redis.call('set', KEYS[1], 0)
+redis.call('set', semaphore, 0)
 return answer(tonumber(free))`,
-  true,
-);
+  parse: replies.integer,
+});

@@ -56,7 +56,7 @@ export class RSemaphore extends CountedObject {
   async trySetPermits(permits: number, timeToLive?: number, unit?: TimeUnit): Promise<boolean> {
     const count = permitTotal(permits);
     const ttl = timeToLive === undefined ? '' : String(positiveTime(timeToLive, unit, 'timeToLive'));
-    return Number(await this.run('semaphore.trySetPermits', TRY_SET, [String(count), ttl])) === 1;
+    return this.run('semaphore.trySetPermits', TRY_SET, { semaphore: this.key, permits: String(count), ttlMs: ttl });
   }
 
   /**
@@ -67,7 +67,7 @@ export class RSemaphore extends CountedObject {
    * `InvalidArgumentError` (not a whole number >= 0), `WrongTypeError`, `RedisUnavailableError`, `ClientClosedError`.
    */
   async releaseIfExists(permits = 1): Promise<boolean> {
-    return Number(await this.run('semaphore.releaseIfExists', ADD_IF_EXISTS, [String(permitTotal(permits))])) === 1;
+    return this.run('semaphore.releaseIfExists', ADD_IF_EXISTS, { semaphore: this.key, permits: String(permitTotal(permits)) });
   }
 
   /**
@@ -76,7 +76,7 @@ export class RSemaphore extends CountedObject {
    * Throws `InvalidArgumentError` (not an integer) and the errors of `trySetPermits`.
    */
   async addPermits(permits: number): Promise<void> {
-    await this.run('semaphore.addPermits', ADD, [String(permitDelta(permits))]);
+    await this.run('semaphore.addPermits', ADD, { semaphore: this.key, permits: String(permitDelta(permits)) });
   }
 
   /**
@@ -124,7 +124,7 @@ export class RSemaphore extends CountedObject {
   async release(permits = 1): Promise<void> {
     if (permitTotal(permits) === 0) return;
     const delta = String(permits);
-    await this.core.observe.release('semaphore', this.name, this.key, undefined, () => this.run('semaphore.release', ADD, [delta]));
+    await this.core.observe.release('semaphore', this.name, this.key, undefined, () => this.run('semaphore.release', ADD, { semaphore: this.key, permits: delta }));
   }
 
   /**
@@ -141,7 +141,7 @@ export class RSemaphore extends CountedObject {
    * `RedisUnavailableError`, `ClientClosedError`.
    */
   async drainPermits(): Promise<number> {
-    return Number(await this.run('semaphore.drainPermits', DRAIN, []));
+    return this.run('semaphore.drainPermits', DRAIN, { semaphore: this.key });
   }
 
   /** One attempt at taking `permits`, or a wait of up to `waitMs` for them. */
@@ -160,20 +160,20 @@ export class RSemaphore extends CountedObject {
   }
 
   private async attempt(permits: number, deadline: number | undefined, signal: AbortSignal | undefined): Promise<Attempt<true>> {
-    const reply = await this.run('semaphore.acquire', ACQUIRE, [String(permits)], {
+    const take = await this.run('semaphore.acquire', ACQUIRE, { semaphore: this.key, permits: String(permits) }, {
       deadline,
       signal,
       onLateResults: (replies) => {
         if (tookPermits(replies)) void this.undo(permits);
       },
     });
-    return acquireOutcome(reply, true);
+    return acquireOutcome(take, true);
   }
 
   /** Gives back permits taken by an attempt that succeeded after its caller gave up. */
   private async undo(permits: number): Promise<void> {
     try {
-      await this.run('semaphore.release', ADD, [String(permits)]);
+      await this.run('semaphore.release', ADD, { semaphore: this.key, permits: String(permits) });
     } catch (error) {
       this.core.log.warn({ semaphore: this.name, permits, err: error }, 'could not give back permits taken after the caller gave up');
     }

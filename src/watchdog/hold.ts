@@ -1,4 +1,4 @@
-import type { Script } from '../redis/script.js';
+import type { BatchScript } from '../redis/script.js';
 
 /**
  * The hold lifecycle, one for every renewable or leased hold (locks and expirable permits alike):
@@ -24,7 +24,7 @@ import type { Script } from '../redis/script.js';
  * owner of every hold (its owner id, or its permit id), and returns one integer per hold: 1 renewed, 0 gone.
  */
 export interface RenewalKind {
-  readonly script: Script;
+  readonly script: BatchScript;
   readonly keysPerHold: number;
 }
 
