@@ -32,10 +32,14 @@ describe('relock top', () => {
       ['idle', 'lock', 1, 0, null],
     ]);
     expect(first.rows[0]!.ttlMs).toBeGreaterThan(0);
-    await busy.release(); // one waiter takes it: a new holder, one waiter less
-    const next = (await top.nextWhere((line) => Array.isArray(line.rows) && (line.rows as TopRow[]).some((r) => r.name === 'busy' && r.waiters === 1), 'the next holder of busy')) as unknown as { rows: TopRow[] };
+    await busy.release(); // one waiter takes it: a new holder, counted as an acquisition by the next refresh
+    const next = (await top.nextWhere((line) => Array.isArray(line.rows) && (line.rows as TopRow[]).some((r) => r.name === 'busy' && (r.acquisitionsPerSecond ?? 0) > 0), 'the next holder of busy')) as unknown as { rows: TopRow[] };
     const row = next.rows.find((r) => r.name === 'busy')!;
-    expect([row.holders, row.acquisitionsPerSecond! > 0]).toEqual([1, true]);
+    // Waiters are the clients subscribed to the channel: the new holder's client may keep its subscription
+    // for the linger after its wait (250 ms), so it counts 1 or 2 here, and 1 once the linger is over.
+    expect(row.holders).toBe(1);
+    expect(row.waiters).toBeLessThanOrEqual(2);
+    await top.nextWhere((line) => Array.isArray(line.rows) && (line.rows as TopRow[]).some((r) => r.name === 'busy' && r.waiters === 1), 'one waiter left on busy');
     expect(next.rows.find((r) => r.name === 'idle')!.acquisitionsPerSecond).toBe(0);
     await Promise.all(waits.map(async (wait) => (await wait).release()));
     await fair.release();

@@ -28,6 +28,32 @@ async function expiredHold(lock: RLock): Promise<void> {
   await waitUntil(async () => (await topology().redis.exists(lock.key)) === 0, 2000, 10, 'the lease to end');
 }
 
+/**
+ * Takes `lock` in the current context with a client hold count Redis disagrees with (stale), and resolves
+ * to the hold count Redis is left with once the client's holds are released. The hash locks check the count
+ * the client knows at acquire time (an ended hold is forgotten), so theirs goes stale the other way: one hold
+ * more of the same owner id than the client knows, as a process sharing its `identifier` would take. The
+ * read-write lock's acquire does not check it (CHANGELOG), so its count goes stale by a reentrant lease ending.
+ */
+async function staleHold(kind: string, lock: RLock): Promise<number> {
+  const { redis } = topology();
+  if (kind === 'read-write-lock') {
+    await expiredHold(lock); // the client still counts the expired hold: it knows 2 holds, Redis has 1
+    expect(await lock.tryLock(0, 10_000, 'ms')).toBe(true);
+    return 0;
+  }
+  expect(await lock.tryLock(0, 10_000, 'ms')).toBe(true);
+  const [owner, count] = Object.entries(await redis.hGetAll(lock.key)).find(([field]) => field.includes(':'))!;
+  expect(count).toBe('1');
+  await redis.hSet(lock.key, owner, '2'); // Redis has 2 holds, the client knows 1
+  return 1;
+}
+
+/** The unlock latches of `key`'s hash tag left in Redis. */
+async function latches(key: string): Promise<string[]> {
+  return (await left(key)).filter((k) => k.includes('relock:unlock:'));
+}
+
 for (const v of VARIANTS) {
   describe(`${v.name} unlock guard`, () => {
     const newLock = (c: LockClient): RLock => v.of(c, `guard:{${uniqueName()}}`);
@@ -87,35 +113,37 @@ for (const v of VARIANTS) {
       await holder.unlock();
     });
 
-    it("a retried unlock replays its answer when the client's hold count was stale (a reentrant lease ran out)", async () => {
+    it("a retried unlock replays its answer when the client's hold count was stale", async () => {
       const { client: c, loseReplyTo } = await topology().lossyClient();
       const { redis } = topology();
       const lock = newLock(c);
+      let remaining = 0;
       await c.runInContext(async () => {
-        await expiredHold(lock);
-        // The client still counts the expired hold: it knows 2 holds, Redis has 1.
-        expect(await lock.tryLock(0, 10_000, 'ms')).toBe(true);
+        remaining = await staleHold(v.kind, lock);
         let lost = false;
         void loseReplyTo(lock.key).then(() => (lost = true));
         await lock.unlock();
         expect(lost).toBe(true);
       });
-      expect(await redis.exists(lock.key)).toBe(0);
-      await waitUntil(async () => (await left(lock.key)).length === 0, 2000, 20, 'the latch deleted');
+      // Released once: a retry that released again would have taken the hold the client did not know of.
+      expect(await redis.exists(lock.key)).toBe(remaining > 0 ? 1 : 0);
+      await waitUntil(async () => (await latches(lock.key)).length === 0, 2000, 20, 'the latch deleted');
+      await redis.del(lock.key);
     });
 
     it('an unlock answered while the hold count was stale deletes the latch it stored', async () => {
       const { client, redis } = topology();
       const c = client();
       const lock = newLock(c);
+      let remaining = 0;
       await c.runInContext(async () => {
-        await expiredHold(lock);
-        expect(await lock.tryLock(0, 10_000, 'ms')).toBe(true);
+        remaining = await staleHold(v.kind, lock);
         await lock.unlock();
       });
-      expect(await redis.exists(lock.key)).toBe(0);
+      expect(await redis.exists(lock.key)).toBe(remaining > 0 ? 1 : 0);
       // Deleted in the next latch batch (50 ms), far sooner than its TTL.
-      await waitUntil(async () => (await left(lock.key)).length === 0, 1000, 10, 'the latch deleted');
+      await waitUntil(async () => (await latches(lock.key)).length === 0, 1000, 10, 'the latch deleted');
+      await redis.del(lock.key);
     });
   });
 }

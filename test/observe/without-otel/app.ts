@@ -10,7 +10,8 @@ const client = createLockClient({ url, ...(otel === 'false' ? { otel: false as c
 const observe = (client as unknown as { core: Core }).core.observe;
 await observe.ready;
 const lock = client.getLock(`without-otel:${process.pid}`);
-const handle = await lock.acquire({ waitMs: 1000 });
+// A generous wait: under load, starting this process and connecting can take more than a second.
+const handle = await lock.acquire({ waitMs: 10_000 });
 const held = await lock.isLocked();
 await handle.release();
 await client.shutdown();
