@@ -13,7 +13,7 @@
  *                                       with --report FILE, rewrite the proofs table in FILE)
  */
 import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { createClient } from 'redis';
@@ -62,6 +62,7 @@ const progress = (message: string): void => {
 const baseDir = mkdtempSync(join(tmpdir(), 'relock-faults-'));
 const results: ScenarioResult[] = [];
 const startedAt = new Date();
+const loadAtStart = loadavg()[0] ?? 0;
 let exitCode = 0;
 try {
   const oracleServer = await startRedis({ controllable: true });
@@ -88,7 +89,7 @@ try {
 }
 if (interrupted) await new Promise(() => {}); // the signal handler exits once everything is stopped
 if (!values.json) printSummary(results);
-if (values.report) writeReport(values.report, results, { quick: values.quick, startedAt });
+if (values.report) writeReport(values.report, results, { quick: values.quick, startedAt, loadAtStart });
 const failed = results.filter((r) => !r.ok);
 if (failed.length > 0) {
   console.error(`${failed.length} scenario(s) broke an invariant: ${failed.map((r) => r.scenario).join(', ')} (histories kept in ${baseDir})`);

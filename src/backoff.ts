@@ -3,7 +3,7 @@ import { InvalidArgumentError } from './errors.js';
 
 /**
  * Pauses between attempts of the objects that retry without pub/sub: the spin lock's backoff, and the
- * randomised delays of the multi-lock and RedLock after a failed round.
+ * randomised delays of the multi-lock and RRedLock after a failed round.
  */
 
 /** How a spin lock paces its attempts (Redisson's `LockOptions.ExponentialBackOff`). Every time is in milliseconds. */
@@ -67,7 +67,7 @@ export class ExponentialBackoff {
 }
 
 /**
- * The randomised delay after the `round`-th failed round (1, 2, …) of a multi-lock or RedLock: uniform in
+ * The randomised delay after the `round`-th failed round (1, 2, …) of a multi-lock or RRedLock: uniform in
  * [0, min(`capMs`, `baseMs` × 2^(round − 1))) ("full jitter"). Two callers that collided pick different
  * delays, so one of them gets through first instead of both retrying in step (livelock).
  */

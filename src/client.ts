@@ -4,11 +4,11 @@ import { randomId, runInContext } from './context.js';
 import type { Core } from './core.js';
 import { ClientClosedError, InvalidArgumentError } from './errors.js';
 import { mainKey } from './keys.js';
-import { FencedLock } from './fenced-lock/fenced-lock.js';
+import { RFencedLock } from './fenced-lock/fenced-lock.js';
 import { RLock, type AcquireOptions } from './lock/lock.js';
-import { MultiLock } from './multi-lock/multi-lock.js';
-import { RedLock } from './red-lock/red-lock.js';
-import { SpinLock, type SpinLockOptions } from './spin-lock/spin-lock.js';
+import { RMultiLock } from './multi-lock/multi-lock.js';
+import { RRedLock } from './red-lock/red-lock.js';
+import { RSpinLock, type SpinLockOptions } from './spin-lock/spin-lock.js';
 import { RCountDownLatch } from './count-down-latch/latch.js';
 import { RPermitExpirableSemaphore } from './permit-expirable-semaphore/semaphore.js';
 import { RSemaphore } from './semaphore/semaphore.js';
@@ -24,6 +24,31 @@ import { useScripting, type ScriptingMode } from './redis/script.js';
 import { Watchdog, type LockLostEvent } from './watchdog/watchdog.js';
 import { Observer } from './observe/observer.js';
 import type { OtelOptions } from './observe/options.js';
+import type { KindDescriptor } from './descriptor.js';
+import { LOCK_DESCRIPTOR } from './lock/descriptor.js';
+import { SPIN_LOCK_DESCRIPTOR } from './spin-lock/descriptor.js';
+import { FENCED_LOCK_DESCRIPTOR } from './fenced-lock/descriptor.js';
+import { FAIR_LOCK_DESCRIPTOR } from './fair-lock/descriptor.js';
+import { READ_WRITE_LOCK_DESCRIPTOR } from './read-write-lock/descriptor.js';
+import { SEMAPHORE_DESCRIPTOR } from './semaphore/descriptor.js';
+import { PERMIT_EXPIRABLE_SEMAPHORE_DESCRIPTOR } from './permit-expirable-semaphore/descriptor.js';
+import { COUNT_DOWN_LATCH_DESCRIPTOR } from './count-down-latch/descriptor.js';
+
+/**
+ * Every kind of object relock keeps in Redis, one descriptor per primitive folder, in the order the
+ * `relock` command lists them. The kind check (`WrongTypeError`), `isExists`/`delete`/`expire` and the
+ * CLI read the kinds from here; a new primitive adds its descriptor to this list.
+ */
+export const OBJECT_DESCRIPTORS: readonly KindDescriptor[] = Object.freeze([
+  LOCK_DESCRIPTOR,
+  SPIN_LOCK_DESCRIPTOR,
+  FENCED_LOCK_DESCRIPTOR,
+  FAIR_LOCK_DESCRIPTOR,
+  READ_WRITE_LOCK_DESCRIPTOR,
+  SEMAPHORE_DESCRIPTOR,
+  PERMIT_EXPIRABLE_SEMAPHORE_DESCRIPTOR,
+  COUNT_DOWN_LATCH_DESCRIPTOR,
+]);
 
 /**
  * A node-redis client (v5 or v6): `createClient()` (connected), `createCluster()` or `createSentinel()`.
@@ -157,7 +182,7 @@ export class LockClient extends EventEmitter<LockClientEvents> {
     const keyPrefix = options.keyPrefix ?? connection.clientKeyPrefix ?? '';
     if (options.keyPrefix === undefined) checkKeyPrefix(keyPrefix);
     useScripting(connection, o.scripting, log);
-    const executor = new Executor(connection, o.retry, o.responseTimeout, log);
+    const executor = new Executor(connection, o.retry, o.responseTimeout, log, OBJECT_DESCRIPTORS);
     const clustered = connection.topology === 'cluster';
     const latchTtl = Math.ceil((o.responseTimeout + 2 * o.retry.maxTimeout) * (o.retry.retries + 1));
     const observe = new Observer(options.otel ?? {}, log);
@@ -182,6 +207,7 @@ export class LockClient extends EventEmitter<LockClientEvents> {
         if (this.closed) throw new ClientClosedError();
       },
       closing: this.closing.signal,
+      kinds: OBJECT_DESCRIPTORS,
     };
     connection.onReconnected(() => this.core.watchdog.renewAllNow());
     observe.count(executor, this.core.watchdog);
@@ -199,42 +225,42 @@ export class LockClient extends EventEmitter<LockClientEvents> {
 
   /**
    * A reentrant lock that returns a fencing token with every acquisition (Redisson's `getFencedLock`);
-   * see `FencedLock`. Each call returns a new object. Throws as `getLock`.
+   * see `RFencedLock`. Each call returns a new object. Throws as `getLock`.
    */
-  getFencedLock(name: string): FencedLock {
-    return new FencedLock(this.core, name);
+  getFencedLock(name: string): RFencedLock {
+    return new RFencedLock(this.core, name);
   }
 
   /**
    * A reentrant lock that waits by polling with exponential backoff instead of pub/sub (Redisson's
    * `getSpinLock`): the `RLock` hash, scripts and watchdog, no subscription, and unlocks that publish
-   * nothing; see `SpinLock`. `options` (ms): `initialDelay` (default 1), `maxDelay` (default 128),
+   * nothing; see `RSpinLock`. `options` (ms): `initialDelay` (default 1), `maxDelay` (default 128),
    * `multiplier` (default 2). Each call returns a new object. Throws as `getLock`, and
    * `InvalidArgumentError` naming a bad option.
    */
-  getSpinLock(name: string, options?: SpinLockOptions): SpinLock {
-    return new SpinLock(this.core, name, options);
+  getSpinLock(name: string, options?: SpinLockOptions): RSpinLock {
+    return new RSpinLock(this.core, name, options);
   }
 
   /**
    * All-or-nothing over `locks` (Redisson's `getMultiLock`): any relock locks (`getLock`, `getFencedLock`,
    * `getSpinLock`, …), possibly from other `LockClient`s on other Redis servers. It never waits while
-   * holding part of the set; see `MultiLock`. Throws `InvalidArgumentError` when no lock is given, one is
+   * holding part of the set; see `RMultiLock`. Throws `InvalidArgumentError` when no lock is given, one is
    * not a relock lock, or one is given twice.
    */
-  getMultiLock(...locks: RLock[]): MultiLock {
-    return new MultiLock(this.core, locks);
+  getMultiLock(...locks: RLock[]): RMultiLock {
+    return new RMultiLock(this.core, locks);
   }
 
   /**
    * The Redlock algorithm over `locks`, one per independent Redis master, each from its own `LockClient`
    * (Redisson's deprecated `getRedLock`): held when a quorum `floor(N / 2) + 1` granted within the lease
-   * minus elapsed time and clock drift; see `RedLock`, and prefer `getFencedLock` on a replicated master.
+   * minus elapsed time and clock drift; see `RRedLock`, and prefer `getFencedLock` on a replicated master.
    * Throws `InvalidArgumentError` when no lock is given, one is not a relock lock, or two come from the
    * same `LockClient`.
    */
-  getRedLock(...locks: RLock[]): RedLock {
-    return new RedLock(this.core, locks);
+  getRedLock(...locks: RLock[]): RRedLock {
+    return new RRedLock(this.core, locks);
   }
 
   /**
@@ -358,6 +384,11 @@ export class LockClient extends EventEmitter<LockClientEvents> {
     })();
     return this.shutdownPromise;
   }
+}
+
+/** The `Core` of `client`: the `relock` command opens objects through their descriptors with it. */
+export function coreOf(client: LockClient): Core {
+  return client['core'];
 }
 
 /**

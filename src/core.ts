@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import { ClientClosedError } from './errors.js';
+import type { KindEntry } from './object-kind.js';
 import type { Channels } from './pubsub/channels.js';
 import type { Connection } from './redis/connection.js';
 import type { Observer } from './observe/observer.js';
@@ -34,11 +34,8 @@ export interface Core {
   readonly debug: boolean;
   /** Throws `ClientClosedError` after `shutdown()`. */
   checkOpen(): void;
+  /** Every kind of object, with the Redis type of its main key (the client's `OBJECT_DESCRIPTORS`). */
+  readonly kinds: readonly KindEntry[];
   /** Aborted when `shutdown()` starts: background work (a compensating release) stops waiting. */
   readonly closing: AbortSignal;
-}
-
-/** Throws `ClientClosedError` when `closed` is true. */
-export function assertOpen(closed: boolean): void {
-  if (closed) throw new ClientClosedError();
 }

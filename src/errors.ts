@@ -23,12 +23,12 @@ export class RelockError extends Error {
 /**
  * The caller does not hold the lock it tried to release (Java's `IllegalMonitorStateException`, thrown by
  * Redisson's `RLock.unlock`): it never held it, it already released it, or its lease expired (a new holder's
- * lock is then left alone). Thrown by `unlock()`, `LockHandle.release()` and `MultiLock.unlock()`;
- * `RedLock.unlock()` throws it only when no node held the lock.
+ * lock is then left alone). Thrown by `unlock()`, `LockHandle.release()` and `RMultiLock.unlock()`;
+ * `RRedLock.unlock()` throws it only when no node held the lock.
  */
 export class IllegalMonitorStateError extends RelockError {
   constructor(
-    /** The name of the lock (for a multi-lock or RedLock, its members' names as `[a, b]`). */
+    /** The name of the lock (for a multi-lock or RRedLock, its members' names as `[a, b]`). */
     readonly lockName: string,
     /** The owner id that tried to release it: `clientId:contextId`. */
     readonly owner: string,
@@ -65,12 +65,12 @@ export class LockLostError extends RelockError {
 }
 
 /**
- * `acquire()` (of a lock, multi-lock or RedLock) or `withLock()` gave up: the lock stayed busy for the whole
+ * `acquire()` (of a lock, multi-lock or RRedLock) or `withLock()` gave up: the lock stayed busy for the whole
  * wait time. `tryLock()` resolves to `false` instead.
  */
 export class LockAcquireTimeoutError extends RelockError {
   constructor(
-    /** The name of the lock (for a multi-lock or RedLock, its members' names as `[a, b]`). */
+    /** The name of the lock (for a multi-lock or RRedLock, its members' names as `[a, b]`). */
     readonly lockName: string,
     /** The wait time that ran out, in milliseconds. */
     readonly waitTimeMs: number,

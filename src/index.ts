@@ -48,7 +48,7 @@ export {
   RelockError,
   WrongTypeError,
 } from './errors.js';
-export { FencedLock } from './fenced-lock/fenced-lock.js';
+export { RFencedLock } from './fenced-lock/fenced-lock.js';
 export type { AcquireMessage, LostMessage, ReleaseMessage } from './observe/channels.js';
 export type { AcquireOutcome, MetricKind, WokenBy } from './observe/kinds.js';
 export type { MeterProviderLike, OtelOptions, TracerProviderLike } from './observe/options.js';
@@ -57,9 +57,9 @@ export type { LockEvent } from './lock/events.js';
 export { LockHandle } from './lock/handle.js';
 export { RLock, type AcquireOptions } from './lock/lock.js';
 export type { GroupLock } from './multi-lock/group-lock.js';
-export { MultiLock } from './multi-lock/multi-lock.js';
-export { RedLock } from './red-lock/red-lock.js';
-export { SpinLock, type SpinLockOptions } from './spin-lock/spin-lock.js';
+export { RMultiLock } from './multi-lock/multi-lock.js';
+export { RRedLock } from './red-lock/red-lock.js';
+export { RSpinLock, type SpinLockOptions } from './spin-lock/spin-lock.js';
 export { PermitHandle } from './permit-expirable-semaphore/handle.js';
 export { RPermitExpirableSemaphore, type PermitAcquireOptions } from './permit-expirable-semaphore/semaphore.js';
 export { RFairLock } from './fair-lock/fair-lock.js';
@@ -69,4 +69,5 @@ export { functionsLibrary, type FunctionsLibrary } from './redis/functions.js';
 export type { ScriptingMode } from './redis/script.js';
 export { RSemaphore, type SemaphoreAcquireOptions } from './semaphore/semaphore.js';
 export type { TimeUnit } from './time.js';
+export { FencedLock, MultiLock, RedLock, SpinLock } from './deprecated.js';
 export type { LockLostEvent } from './watchdog/watchdog.js';

@@ -2,20 +2,15 @@ import { WrongTypeError } from './errors.js';
 import type { Connection } from './redis/connection.js';
 import { Script } from './redis/script.js';
 
-export { OBJECT_KINDS, type ObjectKind } from './object-kind.js';
-import { OBJECT_KINDS, type ObjectKind } from './object-kind.js';
+export type { KindEntry, ObjectKind, RedisType } from './object-kind.js';
+import type { KindEntry, ObjectKind, RedisType } from './object-kind.js';
 
-/** The Redis type of the main key of each kind. */
-export const REDIS_TYPE: Readonly<Record<ObjectKind, 'hash' | 'string' | 'zset'>> = Object.freeze({
-  lock: 'hash',
-  'spin-lock': 'hash',
-  'fenced-lock': 'hash',
-  'fair-lock': 'hash',
-  'read-write-lock': 'hash',
-  'count-down-latch': 'hash',
-  semaphore: 'string',
-  'expirable-semaphore': 'zset',
-});
+/** The Redis type of the main key of `kind`, as its entry in `kinds` (the client's descriptors) says. */
+export function redisTypeOf(kinds: readonly KindEntry[], kind: ObjectKind): RedisType {
+  const entry = kinds.find((k) => k.kind === kind);
+  if (!entry) throw new Error(`no descriptor for kind ${kind}`);
+  return entry.redisType;
+}
 
 /** The hash field that names the kind of a relock hash (not in a read-write lock's: its `mode` marks it). */
 export const KIND_FIELD = 'kind';
@@ -54,17 +49,17 @@ return {t, ''}`,
 
 const FOUND_BY_SCRIPT = /^WRONGTYPE relock:([\w-]+)/;
 
-const asKind = (value: string): ObjectKind | undefined => (OBJECT_KINDS as readonly string[]).includes(value) ? (value as ObjectKind) : undefined;
+const asKind = (kinds: readonly KindEntry[], value: string): ObjectKind | undefined => kinds.find((k) => k.kind === value)?.kind;
 
 /**
  * The `WrongTypeError` for a WRONGTYPE reply `error` to a command on `key` by an object of kind `asked`:
  * the kind a relock script named in its reply, or else what the key holds now (one read-only script;
- * 'unknown' when that read fails too).
+ * 'unknown' when that read fails too). `kinds`: every kind (the client's descriptors).
  */
-export async function wrongTypeError(connection: Connection, error: unknown, key: string, asked: ObjectKind): Promise<WrongTypeError> {
-  const expected = REDIS_TYPE[asked];
+export async function wrongTypeError(connection: Connection, kinds: readonly KindEntry[], error: unknown, key: string, asked: ObjectKind): Promise<WrongTypeError> {
+  const expected = redisTypeOf(kinds, asked);
   const named = FOUND_BY_SCRIPT.exec((error as Error | undefined)?.message ?? '');
-  if (named) return new WrongTypeError(key, 'hash', expected, { cause: error, foundKind: asKind(named[1]), askedKind: asked });
+  if (named) return new WrongTypeError(key, 'hash', expected, { cause: error, foundKind: asKind(kinds, named[1]), askedKind: asked });
   const [type, kind] = ((await READ_KIND.run(connection, [key], []).catch(() => undefined)) as [string, string] | undefined) ?? ['unknown', ''];
-  return new WrongTypeError(key, type, expected, { cause: error, foundKind: asKind(kind), askedKind: asked });
+  return new WrongTypeError(key, type, expected, { cause: error, foundKind: asKind(kinds, kind), askedKind: asked });
 }

@@ -1,5 +1,5 @@
 import type { Core } from './core.js';
-import { WRONG_KIND, REDIS_TYPE, type ObjectKind } from './kinds.js';
+import { WRONG_KIND, redisTypeOf, type ObjectKind } from './kinds.js';
 import { Script } from './redis/script.js';
 import { positiveTime } from './semaphore/permits.js';
 import type { TimeUnit } from './time.js';
@@ -70,7 +70,7 @@ export class ObjectKeys {
     const { connection } = this.core;
     const reply = await this.core.executor.run(
       `object.${op}`,
-      () => KEY_OPS.run(connection, this.keys, [op, this.kind, REDIS_TYPE[this.kind], arg, message, connection.publishCommand]),
+      () => KEY_OPS.run(connection, this.keys, [op, this.kind, redisTypeOf(this.core.kinds, this.kind), arg, message, connection.publishCommand]),
       { idempotent: true, expects: { key: this.keys[0], kind: this.kind } },
     );
     return Number(reply);

@@ -16,5 +16,13 @@
  */
 export type ObjectKind = 'lock' | 'spin-lock' | 'fenced-lock' | 'fair-lock' | 'read-write-lock' | 'semaphore' | 'expirable-semaphore' | 'count-down-latch';
 
-/** Every `ObjectKind`. */
-export const OBJECT_KINDS: readonly ObjectKind[] = Object.freeze(['lock', 'spin-lock', 'fenced-lock', 'fair-lock', 'read-write-lock', 'semaphore', 'expirable-semaphore', 'count-down-latch']);
+/** The Redis type of an object's main key. */
+export type RedisType = 'hash' | 'string' | 'zset';
+
+/** What the library itself needs to know of a kind (its `KindDescriptor` has the rest). */
+export interface KindEntry {
+  /** The kind's name (`WrongTypeError`, `relock inspect --type`, the `type` of the CLI's JSON). */
+  readonly kind: ObjectKind;
+  /** The Redis type of its main key `keyPrefix + name`. */
+  readonly redisType: RedisType;
+}

@@ -20,6 +20,15 @@ export function unitFactor(unit: TimeUnit | undefined, argument = 'unit'): numbe
   return factor;
 }
 
+/**
+ * `unit`, or `InvalidArgumentError` when a time was given without its unit; `example` is a call of the
+ * caller's with a unit, quoted in the message (`tryLock(1, 5, "seconds")`).
+ */
+export function requireUnit(unit: TimeUnit | undefined, example: string): TimeUnit {
+  if (unit === undefined) throw new InvalidArgumentError('unit', `a time unit is required with a time, e.g. ${example}`);
+  return unit;
+}
+
 /** The longest lease in milliseconds: the largest integer a script argument carries exactly (`PEXPIRE` takes integers). */
 export const MAX_LEASE_MS = Number.MAX_SAFE_INTEGER;
 

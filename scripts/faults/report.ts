@@ -5,7 +5,7 @@
  */
 import { execFileSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
-import { cpus } from 'node:os';
+import { cpus, loadavg } from 'node:os';
 import { createRequire } from 'node:module';
 import type { ScenarioResult } from './result.js';
 import { scenarios } from './scenarios/index.js';
@@ -33,12 +33,13 @@ function row(r: ScenarioResult): string[] {
     `${ms(r.recoveryP50Ms)} / ${ms(r.recoveryP99Ms)}`,
     detection,
     String(r.leaks),
+    (r.durationMs / 1000).toFixed(1),
   ];
 }
 
 const HEADER = [
   'scenario', 'runs', 'faults', 'sections', 'overlap window ms', 'overlaps unexpected / excused', 'stale writes accepted / rejected', 'lost updates unexcused / all',
-  'recovery p50 / p99 ms', 'loss detection p50 / max (bound) ms', 'leaks',
+  'recovery p50 / p99 ms', 'loss detection p50 / max (bound) ms', 'leaks', 'duration s',
 ];
 
 export function printSummary(results: readonly ScenarioResult[]): void {
@@ -55,11 +56,19 @@ function versions(): string {
   return `relock ${relock}, Node ${process.version}, node-redis ${nodeRedis}, Redis ${redis}, ${cpus().length} × ${cpus()[0]?.model.trim() ?? 'CPU'}`;
 }
 
-/** The Markdown block (table and notes) for `results`. */
-export function markdown(results: readonly ScenarioResult[], meta: { quick: boolean; startedAt: Date }): string {
+/** When a run started, and the machine's 1-minute load average then (`os.loadavg()`). */
+export interface RunMeta {
+  readonly quick: boolean;
+  readonly startedAt: Date;
+  readonly loadAtStart: number;
+}
+
+/** The Markdown block (table and notes) for `results`; the run's length and the load at its end are taken now. */
+export function markdown(results: readonly ScenarioResult[], meta: RunMeta): string {
+  const minutes = (Date.now() - meta.startedAt.getTime()) / 60_000;
   const lines = [
-    `Run of ${meta.startedAt.toISOString().slice(0, 16).replace('T', ' ')} UTC, \`npm run faults${meta.quick ? ' -- --quick' : ''}\`, ${versions()}.`,
-    'The machine was shared with other work (2 cores): timings are upper bounds, not benchmarks.',
+    `Run of ${meta.startedAt.toISOString().slice(0, 16).replace('T', ' ')} UTC (${minutes.toFixed(1)} min, ${results.length} scenarios), \`npm run faults${meta.quick ? ' -- --quick' : ''}\`, ${versions()}.`,
+    `The machine was shared with other work (2 cores; load average ${meta.loadAtStart.toFixed(2)} at the start, ${(loadavg()[0] ?? 0).toFixed(2)} at the end): timings are upper bounds, not benchmarks.`,
     '',
     `| ${HEADER.join(' | ')} |`,
     `|${HEADER.map(() => '---').join('|')}|`,
@@ -88,6 +97,6 @@ export function replaceBlock(file: string, name: 'faults' | 'proofs', content: s
 }
 
 /** Rewrites the results block of `file` (docs/reliability.md). */
-export function writeReport(file: string, results: readonly ScenarioResult[], meta: { quick: boolean; startedAt: Date }): void {
+export function writeReport(file: string, results: readonly ScenarioResult[], meta: RunMeta): void {
   replaceBlock(file, 'faults', markdown(results, meta));
 }

@@ -16,7 +16,7 @@
 import { createHook } from 'node:async_hooks';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { createLockClient, type FencedLock, type LockClient, type LockHandle } from '../../src/index.js';
+import { createLockClient, type RFencedLock, type LockClient, type LockHandle } from '../../src/index.js';
 import { LogWriter, now } from './history.js';
 import { OracleClient } from './oracle.js';
 
@@ -259,7 +259,7 @@ class Run {
     }, (sec, held) => this.fenced(sec, held));
   }
 
-  private async fenced(sec: string, held: Held & { lock: FencedLock; token: string }): Promise<'done' | 'lost'> {
+  private async fenced(sec: string, held: Held & { lock: RFencedLock; token: string }): Promise<'done' | 'lost'> {
     const { config, log, oracle } = this;
     const w = config.w;
     if (config.checkHolds) log.write({ ev: 'holds', t: now(), w, sec, holds: await held.lock.getHoldCount() });

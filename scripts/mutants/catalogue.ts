@@ -79,6 +79,14 @@ export const CATALOGUE: readonly CatalogueEntry[] = [
     quick: true,
   },
   {
+    id: 'renewal-owner-model',
+    mechanism: 'renewal checks the owner (found by the model-based test: a stale holder is never told)',
+    file: 'src/lock/scripts.ts',
+    find: "if redis.pcall('hexists', KEYS[i], ARGV[i + 1]) == 1 then",
+    replace: "if redis.pcall('exists', KEYS[i]) == 1 then",
+    tests: ['test/model/lock-model.test.ts'],
+  },
+  {
     id: 'publish-on-release',
     mechanism: 'a release publishes on the lock channel (waiters wake by message)',
     file: 'src/lock/scripts.ts',
@@ -153,6 +161,15 @@ export const CATALOGUE: readonly CatalogueEntry[] = [
     quick: true,
   },
   {
+    id: 'acquire-ended-hold',
+    mechanism: "an acquire refuses to write on a hold count the client believes but Redis has ended (a retry's guard is then exact)",
+    file: 'src/lock/scripts.ts',
+    find: "  return ${held} ~= '0'",
+    replace: '  return false',
+    tests: ['test/lock/lost-grant.test.ts'],
+    pattern: '^a lost grant to an owner whose hold had ended without its knowing',
+  },
+  {
     id: 'acquire-guard-carried',
     mechanism: "the owner's next acquisition adopts a grant whose reply was lost (guard armed from the unsettled mark)",
     file: 'src/lock/lock.ts',
@@ -206,6 +223,14 @@ export const CATALOGUE: readonly CatalogueEntry[] = [
     tests: [CONTRACT],
     pattern: '^one name, one kind a name held by a (RLock|FencedLock)',
     quick: true,
+  },
+  {
+    id: 'cross-kind-hash-model',
+    mechanism: 'a hash lock refuses a name held by another kind (found by the model-based test)',
+    file: 'src/lock/scripts.ts',
+    find: 'if held[1] ~= ${kind} then return wrongKind(held[1]) end',
+    replace: '',
+    tests: ['test/model/lock-model.test.ts'],
   },
   {
     id: 'cross-kind-read-write',
@@ -465,5 +490,14 @@ export const CATALOGUE: readonly CatalogueEntry[] = [
     replace: '{ decoder: STRING_DECODER }',
     tests: ['test/clients/glide-traits.test.ts'],
     pattern: '^GLIDE on Redis Cluster routes keyless commands',
+  },
+  {
+    id: 'ioredis-subscribe-ready',
+    mechanism: "ioredis/iovalkey: relock's subscriber sends SUBSCRIBE only once ready (one made during the handshake is dropped with its connection)",
+    file: 'src/redis/clients/ioredis.ts',
+    find: 'await sub.ready();\n      await sub.client.subscribe(channel);',
+    replace: 'await sub.client.subscribe(channel);',
+    tests: ['test/clients/ioredis-traits.test.ts'],
+    pattern: '^ioredis traits a channel subscribed while',
   },
 ];

@@ -1,4 +1,5 @@
 import type { OptionSpec } from './args.js';
+import { OBJECT_DESCRIPTORS } from '../client.js';
 import { OBJECT_TYPES } from './detect.js';
 
 /** The options every command takes. */
@@ -16,8 +17,8 @@ export interface CommonOptions {
 /** The Redis URL used when neither `--url` nor `REDIS_URL` is given. */
 export const DEFAULT_URL = 'redis://localhost:6379';
 
-/** The object types `--type` accepts: every object type, and `latch` for `count-down-latch`. */
-const TYPE_CHOICES = [...OBJECT_TYPES, 'latch'];
+/** The object types `--type` accepts: every object type, and the aliases (`latch` for `count-down-latch`). */
+const TYPE_CHOICES = [...OBJECT_TYPES, ...OBJECT_DESCRIPTORS.flatMap((d) => d.aliases ?? [])];
 
 /** `--json`, `--url`, `--cluster` and `--prefix`, which every command takes first. */
 export const COMMON_OPTIONS: readonly OptionSpec[] = [

@@ -1,17 +1,9 @@
+import { OBJECT_DESCRIPTORS } from '../client.js';
 import type { ObjectType } from './detect.js';
 import type { Description, Holder, SideHolder } from './describe.js';
 
-/** How each object type is called in text output, with the library class behind it. */
-export const TYPE_LABEL: Record<ObjectType, string> = {
-  lock: 'lock (RLock)',
-  'spin-lock': 'spin lock (SpinLock)',
-  'fenced-lock': 'fenced lock (FencedLock)',
-  'fair-lock': 'fair lock (RFairLock)',
-  'read-write-lock': 'read-write lock (RReadWriteLock)',
-  semaphore: 'semaphore (RSemaphore)',
-  'expirable-semaphore': 'expirable semaphore (RPermitExpirableSemaphore)',
-  'count-down-latch': 'count-down latch (RCountDownLatch)',
-};
+/** How each object type is called in text output, with the library class behind it (its descriptor's `label`). */
+export const TYPE_LABEL: Readonly<Record<ObjectType, string>> = Object.fromEntries(OBJECT_DESCRIPTORS.map((d) => [d.kind, d.label])) as Record<ObjectType, string>;
 
 /** A duration for people: `850 ms`, `12.3 s`, `4 m 05 s`, `2 h 03 m`; negative values read `expired`. */
 export function duration(ms: number): string {

@@ -1,24 +1,8 @@
 import type { Connection } from '../redis/connection.js';
 import { Script } from '../redis/script.js';
+import type { KeyState } from '../descriptor.js';
 
-/** What one key held when the snapshot was taken. */
-export interface KeyState {
-  readonly key: string;
-  /** `TYPE` of the key: `'none'` when it does not exist. */
-  readonly type: string;
-  /** `PTTL` in ms: -1 when the key has no expiry, -2 when it does not exist. */
-  readonly pttl: number;
-  /** Entries in the key (`HLEN`, `ZCARD`, `LLEN`), or the length of a string. */
-  readonly size: number;
-  /** A hash's fields and values (all of them, or a random `limit` when there are more). */
-  readonly hash: ReadonlyMap<string, string>;
-  /** A sorted set's first `limit` members, lowest score first, with their scores. */
-  readonly zset: ReadonlyArray<{ readonly member: string; readonly score: number }>;
-  /** A list's first `limit` elements. */
-  readonly list: readonly string[];
-  /** A string's value (`undefined` when it is longer than 64 bytes: then it is no relock counter). */
-  readonly value: string | undefined;
-}
+export type { KeyState } from '../descriptor.js';
 
 /** The keys of one object, read in one atomic step. */
 export interface Snapshot {

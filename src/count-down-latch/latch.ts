@@ -2,8 +2,8 @@ import { CountedObject } from '../counted.js';
 import type { Core } from '../core.js';
 import { InvalidArgumentError } from '../errors.js';
 import { RECONNECTED, type WakeRule } from '../pubsub/channels.js';
-import { waitFor, type Attempt } from '../pubsub/wait.js';
-import { checkOptions, optionWait, waitMillis, type TimeUnit } from '../time.js';
+import { clientWait, type Attempt } from '../pubsub/wait.js';
+import { checkOptions, optionWait, requireUnit, waitMillis, type TimeUnit } from '../time.js';
 import { COUNT_DOWN, READ_COUNT, TRY_SET_COUNT } from './scripts.js';
 
 /**
@@ -85,17 +85,14 @@ export class RCountDownLatch extends CountedObject {
   await(options: LatchAwaitOptions): Promise<boolean>;
   async await(waitOrOptions?: number | LatchAwaitOptions, unit?: TimeUnit): Promise<boolean | void> {
     const options: LatchAwaitOptions = typeof waitOrOptions === 'object' ? checkOptions(waitOrOptions) : { waitTime: waitOrOptions, unit };
-    if (typeof waitOrOptions === 'number' && unit === undefined) throw new InvalidArgumentError('unit', 'a time unit is required with a time, e.g. await(5, "seconds")');
+    if (typeof waitOrOptions === 'number') requireUnit(unit, 'await(5, "seconds")');
     const wait = typeof waitOrOptions === 'number' ? waitMillis(waitOrOptions, unit) : optionWait(options);
     options.signal?.throwIfAborted();
     this.core.checkOpen();
-    const opened = await waitFor({
-      channels: this.core.channels,
+    const opened = await clientWait(this.core, {
       channel: this.channel,
       rule: WAKE_ALL_AT_ZERO,
       waitMs: wait,
-      subscriptionTimeoutMs: this.core.subscriptionTimeout,
-      maxPollMs: this.core.watchdog.leaseMs,
       signal: options.signal,
       attempt: async (deadline): Promise<Attempt<true>> =>
         (await this.readCount('latch.await', deadline, options.signal)) > 0 ? { acquired: false, retryAfterMs: -1 } : { acquired: true, value: true },

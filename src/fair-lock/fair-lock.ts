@@ -1,12 +1,10 @@
 import type { Core } from '../core.js';
 import { auxName } from '../keys.js';
 import { acquireResult, RLock, type AcquireResult, type Grant } from '../lock/lock.js';
+import { WAKE_ONE } from '../pubsub/channels.js';
 import type { Attempt } from '../pubsub/wait.js';
 import { monotonic } from '../time.js';
 import { FAIR_ACQUIRE, FAIR_FORCE_UNLOCK, FAIR_LEAVE, FAIR_UNLOCK } from './scripts.js';
-
-/** One message on a waiter's own channel wakes its (single) waiting call. */
-const WAKE_ONE = (): number => 1;
 
 /**
  * How long a waiter that gave up waits for its leave of the queue while the connection is down (ms, plus
@@ -59,7 +57,7 @@ export class RFairLock extends RLock {
     return `${this.channel}:${owner}`;
   }
 
-  protected override async runAcquire(owner: string, lease: string, guard: string): Promise<AcquireResult> {
+  protected override async runAcquire(owner: string, lease: string, guard: string, held: string): Promise<AcquireResult> {
     const { connection, fairLockWaitTimeout } = this.core;
     const reply = await FAIR_ACQUIRE.run(
       connection,
@@ -73,6 +71,7 @@ export class RFairLock extends RLock {
         this.channel,
         connection.publishCommand,
         String(Math.max(1, Math.floor(fairLockWaitTimeout / 3))),
+        held,
       ],
     );
     return acquireResult(reply);

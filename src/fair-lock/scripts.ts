@@ -45,8 +45,9 @@ const PRELUDE = prelude('KEYS[2]', 'KEYS[3]');
  * ARGV[1] = lease (ms), ARGV[2] = owner, ARGV[3] = guard ('' or the hold count before an attempt whose
  * reply was lost, as RLock's), ARGV[4] = fairLockWaitTimeout (ms), ARGV[5] = '1' to join (or stay in) the
  * queue when not granted, '0' for a single attempt, ARGV[6] = channel prefix (a waiter listens on
- * prefix:owner), ARGV[7] = publish command, ARGV[8] = longest retry (ms, a third of the wait timeout).
- * Grants a reentrant acquisition (the TTL raised to the lease, never lowered, as RLock's), or a first one
+ * prefix:owner), ARGV[7] = publish command, ARGV[8] = longest retry (ms, a third of the wait timeout),
+ * ARGV[9] = the owner's hold count as the client knows it (`'lost'` when it is not 0 and Redis has no
+ * hold of the owner: nothing written, see `holdSource`). Grants a reentrant acquisition (the TTL raised to the lease, never lowered, as RLock's), or a first one
  * when the lock is free and the queue empty or headed by the owner (who then leaves the queue, and the
  * next waiter is told it is the head). Otherwise, when joining, adds the owner at the tail or refreshes
  * its deadline. Returns nil when granted, else the ms after which to retry without a message: the
@@ -55,10 +56,12 @@ const PRELUDE = prelude('KEYS[2]', 'KEYS[3]');
  */
 export const FAIR_ACQUIRE = new Script(
   'fairLock.acquire',
-  `${holdSource(KIND)}local free = redis.call('exists', KEYS[1]) == 0
+  `${holdSource(KIND, 'ARGV[9]')}local free = redis.call('exists', KEYS[1]) == 0
+if free and ended() then return 'lost' end
 if not free then
   local entered = enter()
   if type(entered) == 'table' then return entered end
+  if entered == 'lost' then return 'lost' end
   if entered then return nil end
 end
 ${PRELUDE}

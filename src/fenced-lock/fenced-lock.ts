@@ -1,6 +1,6 @@
 import type { Core } from '../core.js';
 import { auxName } from '../keys.js';
-import { requireUnit, RLock, tryLockTimes, type AcquireResult } from '../lock/lock.js';
+import { HOLD_ENDED, requireLockUnit, RLock, tryLockTimes, type AcquireResult } from '../lock/lock.js';
 import { leaseMillis, type TimeUnit } from '../time.js';
 import { FENCED_ACQUIRE } from './scripts.js';
 
@@ -20,7 +20,7 @@ import { FENCED_ACQUIRE } from './scripts.js';
  * Redis keys: the lock hash (as `RLock`, with `kind` = `fenced-lock`) and the counter `relock:fence:{name}`
  * (a string, no TTL, never deleted by relock); channel as `RLock`. Everything else is `RLock`'s.
  */
-export class FencedLock extends RLock {
+export class RFencedLock extends RLock {
   /** The Redis key of the fencing counter. */
   readonly fenceKey: string;
   protected override readonly kind = 'fenced-lock';
@@ -37,7 +37,7 @@ export class FencedLock extends RLock {
    * `leaseTime` (honoured, unlike Redisson's synchronous variant). Throws as `RLock.lock`.
    */
   async lockAndGetToken(leaseTime?: number, unit?: TimeUnit): Promise<bigint> {
-    const lease = leaseTime === undefined ? undefined : leaseMillis(leaseTime, requireUnit(unit));
+    const lease = leaseTime === undefined ? undefined : leaseMillis(leaseTime, requireLockUnit(unit));
     const taken = await this.acquireForCaller(Infinity, lease, undefined);
     return taken!.grant.token!;
   }
@@ -67,8 +67,10 @@ export class FencedLock extends RLock {
     return BigInt((value as string | null) ?? 0);
   }
 
-  protected override async runAcquire(owner: string, lease: string, guard: string): Promise<AcquireResult> {
-    const [granted, value] = (await FENCED_ACQUIRE.run(this.core.connection, [this.key, this.fenceKey], [lease, owner, guard, this.kind])) as [number, string | number];
+  protected override async runAcquire(owner: string, lease: string, guard: string, held: string): Promise<AcquireResult> {
+    const reply = await FENCED_ACQUIRE.run(this.core.connection, [this.key, this.fenceKey], [lease, owner, guard, this.kind, held]);
+    if (reply === 'lost') return HOLD_ENDED;
+    const [granted, value] = reply as [number, string | number];
     return Number(granted) === 1 ? { granted: true, token: BigInt(value) } : { granted: false, ttl: Number(value) };
   }
 }

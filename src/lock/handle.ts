@@ -53,7 +53,7 @@ export class LockHandle implements AsyncDisposable {
    * with a lease of an `RLock`, fenced, spin or fair lock; the watchdog already renews a handle without one.
    * Throws `LockLostError` (nothing sent when the handle's signal had already aborted or it was released;
    * reason `'expired'` when Redis no longer had the hold), `InvalidArgumentError` (a time that is not
-   * positive, no unit, a watchdog handle, a read-write, multi-lock or RedLock handle), `RedisUnavailableError`,
+   * positive, no unit, a watchdog handle, a read-write, multi-lock or RRedLock handle), `RedisUnavailableError`,
    * `ClientClosedError`.
    */
   async extend(leaseTime: number, unit: TimeUnit): Promise<void> {

@@ -1,21 +1,21 @@
 import { pause } from '../backoff.js';
-import { allLanded, detachedContext, landed, owningContext, recordAcquired, recordReleased, releasedRenewed, takeOff, type LockContext, type Unsettled } from '../context.js';
+import { allLanded, detachedContext, landed, owningContext, recordAcquired, recordReleased, releasedRenewed, takeOff, type Hold, type LockContext, type Unsettled } from '../context.js';
 import type { Core } from '../core.js';
 import { ClientClosedError, IllegalMonitorStateError, InvalidArgumentError, LockAcquireTimeoutError, LockLostError, RedisUnavailableError } from '../errors.js';
 import { auxName, mainKey } from '../keys.js';
 import type { ObjectKind } from '../kinds.js';
 import { metricKind } from '../observe/kinds.js';
 import { probed, type AcquireProbe } from '../observe/observer.js';
-import type { WakeRule } from '../pubsub/channels.js';
-import { waitFor, type Attempt } from '../pubsub/wait.js';
-import { checkOptions, leaseMillis, monotonic, optionLease, optionWait, waitMillis, type TimeUnit } from '../time.js';
+import { WAKE_ONE, type WakeRule } from '../pubsub/channels.js';
+import { clientWait, type Attempt } from '../pubsub/wait.js';
+import { checkOptions, leaseMillis, monotonic, optionLease, optionWait, requireUnit, waitMillis, type TimeUnit } from '../time.js';
 import type { Renewal, RenewalKind } from '../watchdog/watchdog.js';
 import { KeyEvents, type LockEvent } from './events.js';
 import { LockHandle } from './handle.js';
 import { ACQUIRE, FORCE_UNLOCK, RENEW, UNLOCK } from './scripts.js';
 
 /**
- * @internal RLock's protected steps, for the objects that drive RLocks as members (MultiLock, RedLock):
+ * @internal RLock's protected steps, for the objects that drive RLocks as members (RMultiLock, RRedLock):
  * they resolve the caller's owner once (outside any context, a new owner per member and call), acquire
  * with an abort signal and get the grant's send time, release by owner, build member handles, set a
  * final lease, and give up an owner the call no longer uses. Not exported from the package.
@@ -91,7 +91,10 @@ interface Acquisition {
   readonly owner: string;
   /** Lease in ms (the watchdog's when none was given). */
   readonly lease: number;
-  readonly before: number;
+  /** The owner's hold record before the call, if any. */
+  readonly hold: Hold | undefined;
+  /** Its count, sent with every attempt; 0 once Redis answered that those holds had ended (see `holdEnded`). */
+  before: number;
   armed: boolean;
   /** Attempts sent. */
   sent: number;
@@ -124,16 +127,22 @@ export interface Grant {
 /** The renewal kind of every hash-based exclusive lock (RLock, fenced, spin). */
 export const LOCK_RENEWAL: RenewalKind = { script: RENEW, keysPerHold: 1, argsPerHold: 1 };
 
-/** The answer of one run of an acquire script: granted (with a fencing token for fenced locks), or the holder's PTTL. */
-export type AcquireResult = { readonly granted: true; readonly token?: bigint } | { readonly granted: false; readonly ttl: number };
+/**
+ * The answer of one run of an acquire script: granted (with a fencing token for fenced locks), or the
+ * holder's PTTL, or (`lost`, see `HOLD_ENDED`) nothing done because the owner's hold had ended in Redis.
+ */
+export type AcquireResult = { readonly granted: true; readonly token?: bigint } | { readonly granted: false; readonly ttl: number; readonly lost?: true };
 
 const GRANTED: AcquireResult = Object.freeze({ granted: true });
 
-/** The answer of an acquire script that returns nil when granted, else the holder's PTTL (RLock, spin, fair, read-write). */
-export const acquireResult = (reply: unknown): AcquireResult => (reply === null ? GRANTED : { granted: false, ttl: Number(reply) });
+/**
+ * An acquire script's `'lost'` answer (see `holdSource`): the client sent a hold count above 0 but Redis
+ * has no hold of the owner; nothing was written, and the attempt is made again with the count corrected.
+ */
+export const HOLD_ENDED: AcquireResult = Object.freeze({ granted: false, ttl: 0, lost: true });
 
-/** One message on a lock's channel wakes one local waiter. */
-const WAKE_ONE = (): number => 1;
+/** The answer of an acquire script that returns nil when granted, else the holder's PTTL (RLock, spin, fair, read-write). */
+export const acquireResult = (reply: unknown): AcquireResult => (reply === null ? GRANTED : reply === 'lost' ? HOLD_ENDED : { granted: false, ttl: Number(reply) });
 
 /**
  * A reentrant distributed lock with Redisson's `RLock` semantics.
@@ -221,7 +230,7 @@ export class RLock {
    * `RedisUnavailableError`, `ClientClosedError`.
    */
   async lock(leaseTime?: number, unit?: TimeUnit): Promise<void> {
-    const lease = leaseTime === undefined ? undefined : leaseMillis(leaseTime, requireUnit(unit));
+    const lease = leaseTime === undefined ? undefined : leaseMillis(leaseTime, requireLockUnit(unit));
     await this.acquireForCaller(Infinity, lease, undefined);
   }
 
@@ -467,19 +476,25 @@ export class RLock {
     }
     let result: AcquireResult;
     try {
+      const send = async (): Promise<AcquireResult> => {
+        const n = ++acq.sent;
+        sentAt = monotonic();
+        const guard = acq.armed ? String(acq.before) : '';
+        const mark = acq.armed ? this.unsettled(ctx) : undefined;
+        if (mark) mark.tried = true;
+        const result = await this.runAcquire(owner, String(acq.lease), guard, String(acq.before));
+        if (result.granted && this.core.replicaSync) await this.confirmReplicated(owner);
+        // The latest attempt found the lock busy: no earlier attempt's grant is in Redis.
+        if (!result.granted && !result.lost && !acq.done && n === acq.sent) this.settle(ctx);
+        return result;
+      };
       result = await this.core.executor.run(
         'lock.acquire',
         async () => {
-          const n = ++acq.sent;
-          sentAt = monotonic();
-          const guard = acq.armed ? String(acq.before) : '';
-          const mark = acq.armed ? this.unsettled(ctx) : undefined;
-          if (mark) mark.tried = true;
-          const result = await this.runAcquire(owner, String(acq.lease), guard);
-          if (result.granted && this.core.replicaSync) await this.confirmReplicated(owner);
-          // The latest attempt found the lock busy: no earlier attempt's grant is in Redis.
-          if (!result.granted && !acq.done && n === acq.sent) this.settle(ctx);
-          return result;
+          const result = await send();
+          if (result.granted || !result.lost) return result;
+          this.holdEnded(acq);
+          return send();
         },
         {
           idempotent: true,
@@ -514,6 +529,22 @@ export class RLock {
     return { acquired: true, value: { sentAt, token: result.token } };
   }
 
+  /**
+   * Redis answered that the owner's hold had ended although this client counted `acq.before` holds (its
+   * lease ran out, or the key was deleted, without the client knowing): the record of those holds is
+   * dropped (unless a grant to the same owner made a new one since), the watchdog stops renewing them and
+   * reports them lost (`lockLost`, as its next renewal would have), and the acquisition goes on from the
+   * owner's count as recorded now, so that a retry's guard is the count the script wrote on.
+   */
+  private holdEnded(acq: Acquisition): void {
+    const { ctx } = acq;
+    if (acq.hold !== undefined && ctx.holds.get(this.holdKey) === acq.hold) {
+      if (acq.hold.renewed.includes(true)) this.core.watchdog.holdsEnded(this.key, acq.owner);
+      recordReleased(ctx, this.holdKey, true, true);
+    }
+    acq.before = ctx.holds.get(this.holdKey)?.count ?? 0;
+  }
+
   /** The owner's unsettled mark on this lock (see `LockContext.unsettled`), if any. */
   private unsettled(ctx: LockContext): Unsettled | undefined {
     return ctx.unsettled?.get(this.holdKey);
@@ -539,11 +570,12 @@ export class RLock {
   }
 
   /**
-   * Runs the acquire script once (`guard`: '' or the hold count before a lost attempt) for this lock's
-   * `kind`. The fenced lock overrides it to take a token in the same script.
+   * Runs the acquire script once (`guard`: '' or the hold count before a lost attempt; `held`: the owner's
+   * hold count as this client knows it, see `holdSource`) for this lock's `kind`. The fenced lock
+   * overrides it to take a token in the same script.
    */
-  protected async runAcquire(owner: string, lease: string, guard: string): Promise<AcquireResult> {
-    return acquireResult(await ACQUIRE.run(this.core.connection, [this.key], [lease, owner, guard, this.kind]));
+  protected async runAcquire(owner: string, lease: string, guard: string, held: string): Promise<AcquireResult> {
+    return acquireResult(await ACQUIRE.run(this.core.connection, [this.key], [lease, owner, guard, this.kind, held]));
   }
 
   /**
@@ -556,16 +588,7 @@ export class RLock {
 
   /** The pub/sub wait loop (`waitFor`) on `channel`, where one message wakes `rule(message)` local waiters. */
   protected waitOn(channel: string, rule: WakeRule, waitMs: number, signal: AbortSignal | undefined, attempt: (deadline: number | undefined) => Promise<Attempt<Grant>>): Promise<Grant | undefined> {
-    return waitFor({
-      channels: this.core.channels,
-      channel,
-      rule,
-      waitMs,
-      subscriptionTimeoutMs: this.core.subscriptionTimeout,
-      maxPollMs: this.core.watchdog.leaseMs,
-      signal,
-      attempt,
-    });
+    return clientWait(this.core, { channel, rule, waitMs, signal, attempt });
   }
 
   /**
@@ -588,7 +611,8 @@ export class RLock {
     const lease = leaseMs ?? core.watchdog.leaseMs;
     const mark = this.unsettled(ctx);
     if (mark && mark.until <= started) this.settle(ctx);
-    const acq: Acquisition = { ctx, owner, lease, before: ctx.holds.get(this.holdKey)?.count ?? 0, armed: mark !== undefined && mark.until > started, sent: 0, flying: false, done: false };
+    const hold = ctx.holds.get(this.holdKey);
+    const acq: Acquisition = { ctx, owner, lease, hold, before: hold?.count ?? 0, armed: mark !== undefined && mark.until > started, sent: 0, flying: false, done: false };
     let grant: Grant | undefined;
     let holds = 0;
     try {
@@ -821,18 +845,15 @@ export class RLock {
   }
 }
 
-/** Throws `InvalidArgumentError` when a time was given without its unit. */
-export function requireUnit(unit: TimeUnit | undefined): TimeUnit {
-  if (unit === undefined) throw new InvalidArgumentError('unit', 'a time unit is required with a time, e.g. tryLock(1, 5, "seconds")');
-  return unit;
-}
+/** Throws `InvalidArgumentError` when a time was given to a lock method without its unit. */
+export const requireLockUnit = (unit: TimeUnit | undefined): TimeUnit => requireUnit(unit, 'tryLock(1, 5, "seconds")');
 
 /** `tryLock(…)` arguments → [wait ms (0: one attempt), lease ms or undefined for the watchdog]. */
 export function tryLockTimes(waitTime: number | undefined, leaseOrUnit: number | TimeUnit | undefined, unit: TimeUnit | undefined): [number, number | undefined] {
   if (waitTime === undefined) return [0, undefined];
   if (typeof leaseOrUnit === 'string' || leaseOrUnit === undefined) {
-    return [waitMillis(waitTime, requireUnit(leaseOrUnit)), undefined];
+    return [waitMillis(waitTime, requireLockUnit(leaseOrUnit)), undefined];
   }
-  const u = requireUnit(unit);
+  const u = requireLockUnit(unit);
   return [waitMillis(waitTime, u), leaseMillis(leaseOrUnit, u)];
 }

@@ -10,7 +10,17 @@ import { Script } from '../redis/script.js';
 /**
  * Lua shared by the acquire scripts of the hash locks (RLock, spin, fenced, fair), for KEYS[1] = lock,
  * ARGV[1] = lease (ms), ARGV[2] = owner, ARGV[3] = guard ('' or the owner's hold count before an attempt
- * whose reply was lost), with `kind` a Lua expression naming the lock's kind (see `ObjectKind`):
+ * whose reply was lost), with `kind` a Lua expression naming the lock's kind (see `ObjectKind`) and
+ * `held` one naming the owner's hold count as the client knows it (a decimal string):
+ * - `ended()`: the client believes the owner holds the lock (`held` is not '0') but Redis has no hold of
+ *   it (its lease ran out, or the key was deleted, without the client knowing). The acquire scripts then
+ *   answer `'lost'` and write nothing, so that the client forgets the ended hold and asks again with a
+ *   count of 0: a write is only ever made on a count the client knows, so a retry's guard (that count)
+ *   recognises its own lost attempt exactly. Without this, a lost reply of a first grant to such an owner
+ *   was retried with its stale count as the guard, which did not recognise the grant and added a second
+ *   hold (hold count 2 after one call). One string comparison on the happy path, no write.
+ *   A count above the client's (holds of the same owner id it does not know of, as with a shared
+ *   `identifier`) is not detected.
  * - `extend()`, the reentry rule of every hash lock: the TTL is raised to the lease when it is shorter and
  *   never lowered, so an inner shorter lease never cuts an outer hold short (Redisson resets the TTL to
  *   the inner lease, which can expire an outer watchdog hold before its next renewal).
@@ -18,12 +28,15 @@ import { Script } from '../redis/script.js';
  * - `enter()`, for a lock key that exists: the `WRONGTYPE relock:<kind>` error reply when it belongs to
  *   another kind (nothing written); `'replay'` when the guard finds the hold of the lost attempt (the
  *   owner's count is already one more than before it: no second hold is added, the TTL follows the
- *   rule); `'reentered'` after adding a hold of the owner (hold count + 1, TTL per the rule); false when
- *   another owner holds it. The kind and the owner's count are read in one `HMGET`, which Redis refuses
- *   with WRONGTYPE when the key is no hash.
+ *   rule); `'reentered'` after adding a hold of the owner (hold count + 1, TTL per the rule); `'lost'`
+ *   when the owner holds nothing and `ended()`; false when another owner holds it. The kind and the
+ *   owner's count are read in one `HMGET`, which Redis refuses with WRONGTYPE when the key is no hash.
  */
-export function holdSource(kind: string): string {
-  return `${WRONG_KIND}local function extend()
+export function holdSource(kind: string, held: string): string {
+  return `${WRONG_KIND}local function ended()
+  return ${held} ~= '0'
+end
+local function extend()
   if redis.call('pttl', KEYS[1]) < tonumber(ARGV[1]) then redis.call('pexpire', KEYS[1], ARGV[1]) end
 end
 local function grant()
@@ -34,7 +47,7 @@ local function enter()
   local held = redis.call('hmget', KEYS[1], 'kind', ARGV[2])
   if held[1] ~= ${kind} then return wrongKind(held[1]) end
   local count = tonumber(held[2] or '0')
-  if count == 0 then return false end
+  if count == 0 then return ended() and 'lost' end
   local guard = tonumber(ARGV[3])
   if guard ~= nil and count == guard + 1 then
     extend()
@@ -50,23 +63,30 @@ end
 /**
  * The acquire script of RLock, the spin lock and the fenced lock, with what it returns in each case:
  * `lostReply` when a retry finds that its lost attempt went through, `granted` after a first or reentrant
- * acquisition, `busy` when another owner holds the lock; a WRONGTYPE error when the key belongs to another
- * kind (see `holdSource`). KEYS[1] = lock (more keys for variants); ARGV[1] = lease (ms), ARGV[2] = owner,
- * ARGV[3] = guard or '', ARGV[4] = the lock's kind (`lock`, `spin-lock`, `fenced-lock`).
+ * acquisition, `busy` when another owner holds the lock; `'lost'` (nothing written) when the client
+ * believes the owner holds the lock and Redis has no hold of it; a WRONGTYPE error when the key belongs to
+ * another kind (see `holdSource`). KEYS[1] = lock (more keys for variants); ARGV[1] = lease (ms), ARGV[2]
+ * = owner, ARGV[3] = guard or '', ARGV[4] = the lock's kind (`lock`, `spin-lock`, `fenced-lock`), ARGV[5]
+ * = the owner's hold count as the client knows it.
  */
 export function acquireSource(results: { lostReply: string; granted: string; busy: string }): string {
-  return `${holdSource('ARGV[4]')}if redis.call('exists', KEYS[1]) == 0 then
+  return `${holdSource('ARGV[4]', 'ARGV[5]')}if redis.call('exists', KEYS[1]) == 0 then
+  if ended() then return 'lost' end
   grant()
   ${results.granted}
 end
 local entered = enter()
 if type(entered) == 'table' then return entered end
 if entered == 'replay' then ${results.lostReply} end
+if entered == 'lost' then return 'lost' end
 if entered then ${results.granted} end
 ${results.busy}`;
 }
 
-/** RLock and spin-lock acquire: nil when acquired, else the holder's PTTL in ms (-1: the key has no TTL). */
+/**
+ * RLock and spin-lock acquire: nil when acquired, `'lost'` when the client's hold had ended (see
+ * `holdSource`), else the holder's PTTL in ms (-1: the key has no TTL).
+ */
 export const ACQUIRE = new Script(
   'lock.acquire',
   acquireSource({ lostReply: 'return nil', granted: 'return nil', busy: "return redis.call('pttl', KEYS[1])" }),

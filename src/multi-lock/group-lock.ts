@@ -3,11 +3,11 @@ import type { Core } from '../core.js';
 import type { MetricKind } from '../observe/kinds.js';
 import { LockAcquireTimeoutError } from '../errors.js';
 import type { LockHandle } from '../lock/handle.js';
-import { memberSteps as steps, requireUnit, tryLockTimes, type AcquireOptions, type RLock } from '../lock/lock.js';
+import { memberSteps as steps, requireLockUnit, tryLockTimes, type AcquireOptions, type RLock } from '../lock/lock.js';
 import { checkOptions, leaseMillis, optionLease, optionWait, type TimeUnit } from '../time.js';
 import { checkMembers, contextsOf, groupHandle, groupName, type Holding } from './members.js';
 
-/** What a group acquisition got: the members it holds and, for RedLock, the end of validity (monotonic ms). */
+/** What a group acquisition got: the members it holds and, for RRedLock, the end of validity (monotonic ms). */
 export interface Taken {
   readonly holding: Holding;
   readonly validUntil?: number | undefined;
@@ -20,7 +20,7 @@ interface GroupHold {
 }
 
 /**
- * The front end shared by `MultiLock` and `RedLock` (Redisson's `RedissonRedLock` extends
+ * The front end shared by `RMultiLock` and `RRedLock` (Redisson's `RedissonRedLock` extends
  * `RedissonMultiLock` the same way): the `lock` / `tryLock` / `acquire` / `unlock` forms over an
  * acquisition algorithm (`take`), and the handle. Ownership is each member's own: the caller's context,
  * resolved once per call; outside any context the group object is a mutex, as `RLock`'s contextless
@@ -32,11 +32,11 @@ export abstract class GroupLock {
   readonly locks: readonly RLock[];
   /** The members' names, as `[a, b]` (used in errors and handles). */
   readonly name: string;
-  /** Members that must be held for the group to be held: all for a multi-lock, a majority for RedLock. */
+  /** Members that must be held for the group to be held: all for a multi-lock, a majority for RRedLock. */
   readonly quorum: number;
   /** This object's current contextless holder, if any (see the class description). */
   private holder: GroupHold | undefined;
-  /** Its kind in metrics and events: `red_lock` for the groups of members from distinct clients (RedLock), else `multi_lock`. */
+  /** Its kind in metrics and events: `red_lock` for the groups of members from distinct clients (RRedLock), else `multi_lock`. */
   private readonly observedKind: MetricKind;
 
   protected constructor(
@@ -63,7 +63,7 @@ export abstract class GroupLock {
    * `RedisUnavailableError`, `ClientClosedError` (see the class for when).
    */
   async lock(leaseTime?: number, unit?: TimeUnit): Promise<void> {
-    const lease = leaseTime === undefined ? undefined : leaseMillis(leaseTime, requireUnit(unit));
+    const lease = leaseTime === undefined ? undefined : leaseMillis(leaseTime, requireLockUnit(unit));
     const ctxs = contextsOf(this.locks);
     this.remember(ctxs, await this.takeAs(ctxs, Infinity, lease, undefined));
   }
@@ -88,7 +88,7 @@ export abstract class GroupLock {
   /**
    * Acquires the group and returns a handle that releases it (`release()` or `await using`), from any
    * context. Its signal aborts with a `LockLostError` when the group is lost (see the class); its
-   * `leaseTime` is the lease (RedLock: the validity left) in ms, or undefined with the watchdog. Options
+   * `leaseTime` is the lease (RRedLock: the validity left) in ms, or undefined with the watchdog. Options
    * as in `RLock.acquire` (`waitMs`/`leaseMs`, or `waitTime`/`leaseTime` with `unit`); without a wait
    * time it waits as long as it takes. Throws `LockAcquireTimeoutError` when the wait ran out,
    * `signal.reason` when aborted, and the errors of `lock()`.
@@ -138,7 +138,7 @@ export abstract class GroupLock {
   /**
    * Records a contextless acquisition as this object's current holder. A grant to new owners means the
    * previous contextless holder no longer held the group (its holds expired or were lost): members it
-   * still held (a RedLock minority) are released in the background. Returns the record.
+   * still held (a RRedLock minority) are released in the background. Returns the record.
    */
   private remember(ctxs: readonly LockContext[], taken: Taken | undefined): GroupHold | undefined {
     if (!taken || !ctxs[0].detached) return undefined;
@@ -177,7 +177,7 @@ export abstract class GroupLock {
 
   /**
    * A handle's group was lost (fewer than `quorum` members held) while `survivors` are still held: the
-   * multi-lock leaves them to the caller's `release()` (nothing to do); RedLock releases them.
+   * multi-lock leaves them to the caller's `release()` (nothing to do); RRedLock releases them.
    */
   protected lost(_survivors: LockHandle[]): void {}
 }

@@ -6,7 +6,7 @@ import { memberSteps as steps, RLock, type Grant } from '../lock/lock.js';
 import { monotonic } from '../time.js';
 
 /**
- * What the multi-lock and RedLock share: checking their members, resolving the caller's owner on each,
+ * What the multi-lock and RRedLock share: checking their members, resolving the caller's owner on each,
  * releasing a set of members, and the handle over several member holds.
  */
 
@@ -14,7 +14,7 @@ import { monotonic } from '../time.js';
  * Checks the members given to `getMultiLock`/`getRedLock`: at least one, each an `RLock` (or a subclass:
  * fenced, spin, …), no lock twice (same client and key: outside a context two objects for one key are two
  * owners, and the group would wait for itself). With `distinctClients`, every member must come from its
- * own `LockClient` (RedLock's independent masters). Throws `InvalidArgumentError` naming `locks`.
+ * own `LockClient` (RRedLock's independent masters). Throws `InvalidArgumentError` naming `locks`.
  */
 export function checkMembers(locks: readonly unknown[], distinctClients: boolean): RLock[] {
   if (locks.length === 0) throw new InvalidArgumentError('locks', 'give at least one lock, e.g. getMultiLock(client.getLock("a"), client.getLock("b"))');
@@ -26,7 +26,7 @@ export function checkMembers(locks: readonly unknown[], distinctClients: boolean
       throw new InvalidArgumentError(
         'locks',
         distinctClients
-          ? `locks[${i}] comes from the same LockClient as an earlier lock: a RedLock needs one lock per independent Redis master`
+          ? `locks[${i}] comes from the same LockClient as an earlier lock: a RRedLock needs one lock per independent Redis master`
           : `locks[${i}] ("${lock.name}") is given twice for the same client`,
       );
     }
@@ -93,9 +93,9 @@ export interface Holding {
  * The handle of a group hold. It holds one member handle per held member (their signals abort when a
  * member is lost: watchdog loss, lease end); the group's signal aborts with a `LockLostError` once fewer
  * than `quorum` members remain, or at `validUntil` (monotonic ms) when given. When it aborts because
- * fewer than `quorum` remain, `lost` (if given) gets the member handles still held (RedLock releases
+ * fewer than `quorum` remain, `lost` (if given) gets the member handles still held (RRedLock releases
  * them). `release()` hands the member handles to `finish`, which releases them (the multi-lock waits for
- * all and throws the first error; RedLock waits a bounded time and ignores failures).
+ * all and throws the first error; RRedLock waits a bounded time and ignores failures).
  */
 export function groupHandle(options: {
   name: string;

@@ -60,7 +60,7 @@ type RoundResult =
  * from the same context, or use the handle from `acquire()`. Keys and channels are the members' own; the
  * multi-lock stores nothing. Reentrant through its members inside a context.
  */
-export class MultiLock extends GroupLock {
+export class RMultiLock extends GroupLock {
   /** @internal Use `LockClient.getMultiLock(...locks)`. */
   constructor(core: Core, locks: readonly unknown[]) {
     super(core, locks, false, (count) => count);

@@ -2,9 +2,9 @@ import { newId } from '../context.js';
 import type { Core } from '../core.js';
 import { InvalidArgumentError, PermitAcquireTimeoutError, PermitNotHeldError } from '../errors.js';
 import { auxName, mainKey } from '../keys.js';
-import { waitFor, type Attempt } from '../pubsub/wait.js';
+import { clientWait, type Attempt } from '../pubsub/wait.js';
 import { runObjectScript, type ObjectRunOptions, type ObjectScript } from '../redis/object-script.js';
-import { acquireOutcome, permitCount, permitDelta, permitTotal, positiveTime, requireUnit, tookPermits, WAKE_BY_PERMITS } from '../semaphore/permits.js';
+import { acquireOutcome, permitCount, permitDelta, permitTotal, positiveTime, requirePermitUnit, tookPermits, WAKE_BY_PERMITS } from '../semaphore/permits.js';
 import { checkOptions, leaseMillis, optionLease, optionWait, waitMillis, type TimeUnit } from '../time.js';
 import type { RenewalKind } from '../watchdog/watchdog.js';
 import { ObjectKeys } from '../object-keys.js';
@@ -130,10 +130,10 @@ export class RPermitExpirableSemaphore {
     if (first === undefined) return (await this.grant(1, 0, undefined, undefined))?.ids[0];
     if (typeof second === 'string') return (await this.grant(1, waitMillis(first, second), undefined, undefined))?.ids[0];
     if (typeof third === 'string' || third === undefined) {
-      const unit = requireUnit(third);
+      const unit = requirePermitUnit(third);
       return (await this.grant(1, waitMillis(first, unit), leaseMillis(second, unit), undefined))?.ids[0];
     }
-    const unit = requireUnit(fourth);
+    const unit = requirePermitUnit(fourth);
     const grant = await this.grant(permitCount(first), waitMillis(second, unit), leaseMillis(third, unit), undefined);
     return grant && [...grant.ids];
   }
@@ -168,7 +168,7 @@ export class RPermitExpirableSemaphore {
    * `InvalidArgumentError`, `WrongTypeError`, `RedisUnavailableError`, `ClientClosedError`.
    */
   async updateLeaseTime(ids: string | readonly string[], leaseTime: number, unit: TimeUnit): Promise<boolean> {
-    return (await this.updateIds(idList(ids), positiveLease(leaseTime, requireUnit(unit)))).length === 0;
+    return (await this.updateIds(idList(ids), positiveLease(leaseTime, requirePermitUnit(unit)))).length === 0;
   }
 
   /**
@@ -273,14 +273,11 @@ export class RPermitExpirableSemaphore {
     const lease = String(leaseMs ?? core.watchdog.leaseMs);
     let sentAt: number | undefined;
     try {
-      sentAt = await waitFor({
-        channels: core.channels,
+      sentAt = await clientWait(core, {
         channel: this.channel,
         rule: WAKE_BY_PERMITS,
         need: permits,
         waitMs,
-        subscriptionTimeoutMs: core.subscriptionTimeout,
-        maxPollMs: core.watchdog.leaseMs,
         signal,
         attempt: (deadline) => this.attempt(ids, [lease, String(permits), base], deadline, signal),
         observed: { observer: core.observe, kind: 'permit_expirable_semaphore', name: this.name, key: this.key, holders: ids },
@@ -395,7 +392,7 @@ export class RPermitExpirableSemaphore {
         if (gone.length > 0) throw this.notHeld(gone);
       },
       updateLeaseTime: async (leaseTime, unit) => {
-        const lease = positiveLease(leaseTime, requireUnit(unit));
+        const lease = positiveLease(leaseTime, requirePermitUnit(unit));
         let sentAt = 0;
         const gone = await this.updateIds(grant.ids, lease, (at) => (sentAt = at));
         if (gone.length > 0) throw this.notHeld(gone);

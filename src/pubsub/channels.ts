@@ -13,6 +13,9 @@ import { outsideContexts } from '../context.js';
  */
 export type WakeRule = (message: string) => number;
 
+/** One message wakes one local waiter (a lock's unlock message, a fair-lock waiter's own channel). */
+export const WAKE_ONE: WakeRule = () => 1;
+
 /**
  * A waiter's place in a channel's queue, kept across its park calls: its arrival order (a waiter that
  * parks again after a failed attempt goes back to its place, not to the end) and how much of a wake-up

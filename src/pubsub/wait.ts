@@ -31,6 +31,20 @@ export interface WaitOptions<T> {
   observed?: Observed;
 }
 
+/** What an object's waits take from its client (a `Core` is one). */
+export interface WaitHost {
+  readonly channels: Channels;
+  /** Milliseconds to wait for a subscription before polling instead. */
+  readonly subscriptionTimeout: number;
+  /** Its lease is the longest timer fallback. */
+  readonly watchdog: { readonly leaseMs: number };
+}
+
+/** `waitFor` on `host`'s shared channels, with its subscription timeout, polling at most a watchdog lease apart. */
+export function clientWait<T>(host: WaitHost, options: Omit<WaitOptions<T>, 'channels' | 'subscriptionTimeoutMs' | 'maxPollMs'>): Promise<T | undefined> {
+  return waitFor({ ...options, channels: host.channels, subscriptionTimeoutMs: host.subscriptionTimeout, maxPollMs: host.watchdog.leaseMs });
+}
+
 /** The object a wait acquires, for its observer: kind and name, key, and who holds it when granted (see `Observer.acquire`). */
 export interface Observed {
   readonly observer: Observer;

@@ -69,10 +69,10 @@ interface Round extends Partial<Taken> {
  * `acquire` throws `LockAcquireTimeoutError`.
  *
  * **Prefer an `RLock` (with replica acknowledgement) plus fencing tokens (`getFencedLock`).** Redisson
- * deprecated RedLock: its safety rests on timing assumptions (bounded pauses, network delays and clock
+ * deprecated RRedLock: its safety rests on timing assumptions (bounded pauses, network delays and clock
  * drift; Kleppmann, "How to do distributed locking", 2016): a process paused past the validity, or a node
  * whose clock jumps and expires the key early, lets a second client take a quorum while the first still
- * believes it holds the lock; and the independent masters share no counter, so RedLock cannot hand out a
+ * believes it holds the lock; and the independent masters share no counter, so RRedLock cannot hand out a
  * fencing token that a resource could check. It also needs N independent masters to operate. A single
  * master with replicas and fencing covers the same failures at lower cost: see docs/locks-more.md and
  * docs/fencing.md.
@@ -80,9 +80,9 @@ interface Round extends Partial<Taken> {
  * Once a handle's quorum is lost (its signal aborts), the members it still holds are released at once
  * instead of being renewed until `release()`.
  *
- * Keys and channels are the members' own. Ownership and reentrancy as `MultiLock`.
+ * Keys and channels are the members' own. Ownership and reentrancy as `RMultiLock`.
  */
-export class RedLock extends GroupLock {
+export class RRedLock extends GroupLock {
   /** @internal Use `LockClient.getRedLock(...locks)`. */
   constructor(core: Core, locks: readonly unknown[]) {
     super(core, locks, true, (count) => Math.floor(count / 2) + 1);
@@ -102,7 +102,7 @@ export class RedLock extends GroupLock {
   protected async releaseAll(releases: Array<Promise<void>>): Promise<void> {
     const results = await settleWithin(releases, RELEASE_WAIT_MS);
     const errors = failures(results);
-    for (const err of errors) if (!(err instanceof IllegalMonitorStateError)) this.core.log.debug({ redLock: this.name, err }, 'RedLock node release failed; ignored');
+    for (const err of errors) if (!(err instanceof IllegalMonitorStateError)) this.core.log.debug({ redLock: this.name, err }, 'RRedLock node release failed; ignored');
     if (errors.length === releases.length && errors.every((e) => e instanceof IllegalMonitorStateError)) {
       const first = errors[0];
       throw new IllegalMonitorStateError(this.name, first.owner, 'no node holds it');
@@ -117,7 +117,7 @@ export class RedLock extends GroupLock {
    */
   protected override lost(survivors: LockHandle[]): void {
     for (const member of survivors) {
-      member.release().catch((err: unknown) => this.core.log.debug({ redLock: this.name, err }, 'RedLock member not released after the quorum was lost; it expires with its lease'));
+      member.release().catch((err: unknown) => this.core.log.debug({ redLock: this.name, err }, 'RRedLock member not released after the quorum was lost; it expires with its lease'));
     }
   }
 
@@ -135,7 +135,7 @@ export class RedLock extends GroupLock {
     if (closed) throw closed;
     if (held >= this.quorum) return true;
     if (held + unknown < this.quorum) return false;
-    throw new RedisUnavailableError(`RedLock ${this.name} (${this.locks.length - unknown} of ${this.locks.length} nodes answered, ${this.quorum} needed)`, { cause: failures(results)[0] });
+    throw new RedisUnavailableError(`RRedLock ${this.name} (${this.locks.length - unknown} of ${this.locks.length} nodes answered, ${this.quorum} needed)`, { cause: failures(results)[0] });
   }
 
   /** A handle's release releases every granted member, waiting at most 1 s, ignoring failures. */
@@ -151,7 +151,7 @@ export class RedLock extends GroupLock {
     for (let rounds = 1; ; rounds++) {
       const round = await this.round(ctxs, leaseMs, signal);
       if (round.holding) {
-        if (this.core.debug) this.core.log.debug({ redLock: this.name, rounds, held: round.holding.held.length, validityMs: Math.round(round.validUntil - monotonic()) }, 'RedLock acquired');
+        if (this.core.debug) this.core.log.debug({ redLock: this.name, rounds, held: round.holding.held.length, validityMs: Math.round(round.validUntil - monotonic()) }, 'RRedLock acquired');
         return { holding: round.holding, validUntil: round.validUntil };
       }
       const quorumUnreachable = round.unavailable;
@@ -159,7 +159,7 @@ export class RedLock extends GroupLock {
       const left = deadline === undefined ? Infinity : deadline - monotonic();
       if (left <= 0 || (deadline === undefined && unreachable >= UNREACHABLE_ROUNDS)) {
         if (!quorumUnreachable) return undefined;
-        throw new RedisUnavailableError(`RedLock ${this.name} (${round.answered} of ${this.locks.length} nodes answered, ${this.quorum} needed)`, { cause: round.error });
+        throw new RedisUnavailableError(`RRedLock ${this.name} (${round.answered} of ${this.locks.length} nodes answered, ${this.quorum} needed)`, { cause: round.error });
       }
       await pause(Math.min(roundDelay(rounds, RETRY_BASE_MS, RETRY_CAP_MS), left), signal);
     }
@@ -183,7 +183,7 @@ export class RedLock extends GroupLock {
     const impossible = await decided(attempts, this.quorum, start, timeout);
     const validUntil = start + lease - (DRIFT_FACTOR * lease + DRIFT_MS);
     signal?.removeEventListener('abort', onAbort);
-    const cut = new RedisUnavailableError('RedLock node', { cause: new ResponseTimeoutError(Math.round(monotonic() - start)) });
+    const cut = new RedisUnavailableError('RRedLock node', { cause: new ResponseTimeoutError(Math.round(monotonic() - start)) });
     nodes.abort(cut);
     const results = await Promise.allSettled(attempts);
     const grants = results.map((r) => (r.status === 'fulfilled' ? r.value : undefined));
@@ -194,7 +194,7 @@ export class RedLock extends GroupLock {
     const unavailable = locks.length - unreachable < this.quorum;
     if (!signal?.aborted && held.length >= this.quorum && validUntil > monotonic()) return { holding: { held, grants }, validUntil, answered, unavailable, error: undefined };
     const errors = await releaseMembers(locks, ctxs, held);
-    for (const err of errors) this.core.log.warn({ redLock: this.name, err }, 'could not release a RedLock node after a failed round; it expires with its lease');
+    for (const err of errors) this.core.log.warn({ redLock: this.name, err }, 'could not release a RRedLock node after a failed round; it expires with its lease');
     signal?.throwIfAborted();
     return { validUntil, answered, unavailable, error: failures(results)[0] };
   }
@@ -207,7 +207,7 @@ const STRAGGLER_GRACE_MS = 10;
  * Resolves once the round's outcome is known: every attempt settled, so many failed (busy or error) that
  * a quorum is no longer possible (then to true), or `timeoutMs` passed since `start` (false). Once a quorum granted, the others
  * get a grace of as long again as that took (at least `STRAGGLER_GRACE_MS`, within the timeout), so that
- * a RedLock holds every node that answers about as fast as the quorum did, and a dead node costs little.
+ * a RRedLock holds every node that answers about as fast as the quorum did, and a dead node costs little.
  */
 function decided(attempts: ReadonlyArray<Promise<Grant | undefined>>, quorum: number, start: number, timeoutMs: number): Promise<boolean> {
   return new Promise<boolean>((resolve) => {

@@ -1,7 +1,7 @@
 import pRetry from 'p-retry';
 import type { Logger } from 'pino';
 import { ClientClosedError, CrossSlotError, PermissionError, RedisCommandError, RedisUnavailableError, RelockError, WrongTypeError } from '../errors.js';
-import { wrongTypeError, type ObjectKind } from '../kinds.js';
+import { wrongTypeError, type KindEntry, type ObjectKind } from '../kinds.js';
 import { monotonic } from '../time.js';
 import { outsideContexts } from '../context.js';
 import type { Connection } from './connection.js';
@@ -152,6 +152,8 @@ export class Executor {
     /** Milliseconds to wait for one reply before treating the call as failed (ambiguous). */
     readonly responseTimeout: number,
     private readonly log: Logger,
+    /** Every kind of object (the client's descriptors), to name them in a `WrongTypeError`. */
+    private readonly kinds: readonly KindEntry[],
   ) {}
 
   /**
@@ -295,7 +297,7 @@ export class Executor {
       case 'crossslot':
         return new CrossSlotError(`Redis refused ${operation}`, { cause: error });
       case 'wrongtype':
-        return options.expects ? wrongTypeError(this.connection, error, options.expects.key, options.expects.kind) : new WrongTypeError('?', 'unknown', 'unknown', { cause: error });
+        return options.expects ? wrongTypeError(this.connection, this.kinds, error, options.expects.key, options.expects.kind) : new WrongTypeError('?', 'unknown', 'unknown', { cause: error });
       default: {
         if (this.closed) return new ClientClosedError({ cause: error });
         const denied = refusal(error, operation, operation);

@@ -1,6 +1,7 @@
-import type { Core } from '../core.js';
 import { monotonic } from '../time.js';
-import type { RunOptions } from './executor.js';
+import type { Connection } from './connection.js';
+import type { Executor, RunOptions } from './executor.js';
+import type { UnlockLatches } from './latches.js';
 import { Script } from './script.js';
 
 /**
@@ -48,13 +49,22 @@ export type ObjectRunOptions = Omit<RunOptions<unknown>, 'idempotent'> & {
   onSend?: (at: number) => void;
 };
 
+/** What `runObjectScript` uses of the object's client (a `Core` is one). */
+export interface ObjectScriptHost {
+  readonly connection: Connection;
+  readonly executor: Executor;
+  readonly latches: UnlockLatches;
+  /** Throws `ClientClosedError` after `shutdown()`. */
+  checkOpen(): void;
+}
+
 /**
  * Runs `script` on `keys` (the object's main key first) with the layout above, retrying through the
  * executor: scripts with `replay` are idempotent through their latch, the others are idempotent by
  * design. The latch, if any, is deleted in the next batch once the call returned.
  */
 export async function runObjectScript(
-  core: Core,
+  core: ObjectScriptHost,
   operation: string,
   script: ObjectScript,
   keys: readonly string[],

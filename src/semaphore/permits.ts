@@ -1,7 +1,7 @@
 import { InvalidArgumentError } from '../errors.js';
 import type { WakeRule } from '../pubsub/channels.js';
 import type { Attempt } from '../pubsub/wait.js';
-import { leaseMillis, type TimeUnit } from '../time.js';
+import { leaseMillis, requireUnit, type TimeUnit } from '../time.js';
 
 /**
  * What both semaphores share: argument checks, the wake-up rule of their channel and the reply of their
@@ -41,16 +41,13 @@ function integer(value: unknown, argument: string, min: number, what: string): n
  * and -1 (a lease's "watchdog") refused. Throws `InvalidArgumentError` naming `argument`.
  */
 export function positiveTime(value: number, unit: TimeUnit | undefined, argument: string): number {
-  const ms = value === -1 ? undefined : leaseMillis(value, requireUnit(unit), argument);
+  const ms = value === -1 ? undefined : leaseMillis(value, requirePermitUnit(unit), argument);
   if (ms === undefined) throw new InvalidArgumentError(argument, `must be a positive time; got ${value}`);
   return ms;
 }
 
-/** The unit that must come with a time argument. */
-export function requireUnit(unit: TimeUnit | undefined): TimeUnit {
-  if (unit === undefined) throw new InvalidArgumentError('unit', 'a time unit is required with a time, e.g. tryAcquire(1, "seconds")');
-  return unit;
-}
+/** The unit that must come with a time argument of a semaphore method. */
+export const requirePermitUnit = (unit: TimeUnit | undefined): TimeUnit => requireUnit(unit, 'tryAcquire(1, "seconds")');
 
 /**
  * Reads an acquire script's reply: the integer 1 when the permits were taken, else the table

@@ -1,9 +1,9 @@
 import { CountedObject } from '../counted.js';
 import type { Core } from '../core.js';
 import { PermitAcquireTimeoutError } from '../errors.js';
-import { waitFor, type Attempt } from '../pubsub/wait.js';
+import { clientWait, type Attempt } from '../pubsub/wait.js';
 import { checkOptions, optionWait, waitMillis, type TimeUnit } from '../time.js';
-import { acquireOutcome, permitDelta, permitTotal, positiveTime, requireUnit, tookPermits, WAKE_BY_PERMITS } from './permits.js';
+import { acquireOutcome, permitDelta, permitTotal, positiveTime, requirePermitUnit, tookPermits, WAKE_BY_PERMITS } from './permits.js';
 import { ACQUIRE, ADD, ADD_IF_EXISTS, DRAIN, TRY_SET } from './scripts.js';
 
 /**
@@ -110,7 +110,7 @@ export class RSemaphore extends CountedObject {
   async tryAcquire(first?: number, second?: number | TimeUnit, unit?: TimeUnit): Promise<boolean> {
     if (typeof second === 'string') return this.take(1, waitMillis(first, second), undefined);
     const permits = permitTotal(first ?? 1);
-    const wait = second === undefined ? 0 : waitMillis(second, requireUnit(unit));
+    const wait = second === undefined ? 0 : waitMillis(second, requirePermitUnit(unit));
     return permits === 0 || this.take(permits, wait, undefined);
   }
 
@@ -147,14 +147,11 @@ export class RSemaphore extends CountedObject {
   /** One attempt at taking `permits`, or a wait of up to `waitMs` for them. */
   private async take(permits: number, waitMs: number, signal: AbortSignal | undefined): Promise<boolean> {
     this.core.checkOpen();
-    const taken = await waitFor({
-      channels: this.core.channels,
+    const taken = await clientWait(this.core, {
       channel: this.channel,
       rule: WAKE_BY_PERMITS,
       need: permits,
       waitMs,
-      subscriptionTimeoutMs: this.core.subscriptionTimeout,
-      maxPollMs: this.core.watchdog.leaseMs,
       signal,
       attempt: (deadline) => this.attempt(permits, deadline, signal),
       observed: { observer: this.core.observe, kind: 'semaphore', name: this.name, key: this.key },

@@ -33,7 +33,7 @@ export interface SpinLockOptions extends BackoffOptions {}
  * Cost: a waiter sends one acquire script per attempt, so Redis work grows with waiting time (about
  * 8 attempts per second per waiter at the 128 ms cap), where an `RLock` waiter costs work only per release.
  */
-export class SpinLock extends RLock {
+export class RSpinLock extends RLock {
   /** The backoff settings in use (defaults filled in). */
   readonly backoff: Readonly<Required<SpinLockOptions>>;
   protected override readonly kind = 'spin-lock';

@@ -257,6 +257,17 @@ export class Watchdog {
     return renewal;
   }
 
+  /**
+   * The holds of `owner` on `key` were found gone by an acquisition of the same owner (its acquire script
+   * answered that Redis had no hold of it, see `holdSource`): when the watchdog still renewed them, they
+   * are reported lost (`lockLost`, reason `'expired'`) as its next renewal would have, once. A reservation
+   * of that acquisition (`reserve`) stays.
+   */
+  holdsEnded(key: string, owner: string): void {
+    const renewal = this.all.get(`${key}\u0000${owner}`);
+    if (renewal && renewal.holds > 0) this.lose(renewal, 'expired');
+  }
+
   /** Stops renewing every hold of `key` (after `forceUnlock`). */
   forget(key: string): void {
     for (const renewal of this.all.values()) {

@@ -8,8 +8,6 @@ import { useClusterTopology } from '../shared/topology.js';
 
 const { topology } = useClusterTopology(IOREDIS);
 clientAcceptanceTests(topology);
-// Known defect (CHANGELOG, known issues): the fair lock can leave a waiter unserved on ioredis/iovalkey.
-lockContractTests(topology, { knownStalls: ['RFairLock'] });
+lockContractTests(topology);
 familyCoreTests(topology);
-// Known defect (CHANGELOG, known issues): the fair lock can leave a waiter unserved on ioredis/iovalkey.
-ownershipCoreTests(topology, { knownStalls: ['fair lock'] });
+ownershipCoreTests(topology);

@@ -1,11 +1,14 @@
 /**
  * The ioredis traits relock deals with explicitly (src/redis/clients/ioredis.ts): `keyPrefix` (applied
  * once), `enableAutoPipelining` (relock's commands join the client's pipelines), `shutdown()` leaving the
- * user's client open, and a `Redis` with `sentinels` across a failover.
+ * user's client open, a subscription made during ioredis's handshake, and a `Redis` with `sentinels`
+ * across a failover.
  */
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { Redis, type RedisOptions } from 'ioredis';
 import { createLockClient, type LockClient } from '../../src/index.js';
+import { ioredis as ioredisAdapter } from '../../src/redis/clients/ioredis.js';
+import type { Connection } from '../../src/redis/connection.js';
 import { useRedis } from '../support/harness.js';
 import { uniqueName, waitUntil } from '../support/helpers.js';
 import { MASTER_NAME, startSentinel, type SentinelSetup } from '../support/sentinel.js';
@@ -14,6 +17,7 @@ import { startProxy } from '../support/tcp-proxy.js';
 const env = useRedis();
 const opened: Array<{ quit(): Promise<unknown>; disconnect(): void }> = [];
 const clients: LockClient[] = [];
+const connections: Connection[] = [];
 let sentinel: SentinelSetup | undefined;
 
 /** A connected ioredis client on the file's Redis, closed after the test. */
@@ -32,6 +36,7 @@ const lockClientOn = (redis: object, options: { lockWatchdogTimeout?: number } =
 
 afterEach(async () => {
   await Promise.all(clients.splice(0).map((c) => c.shutdown()));
+  await Promise.all(connections.splice(0).map((c) => c.close()));
   await Promise.all(opened.splice(0).map((c) => c.quit().catch(() => c.disconnect())));
   await sentinel?.stop();
   sentinel = undefined;
@@ -92,6 +97,31 @@ describe('ioredis traits', () => {
       await Promise.all(clients.splice(0).map((c) => c.shutdown()));
       await proxy.close();
     }
+  });
+
+  it('a channel subscribed while relock\'s subscriber is in its handshake stays subscribed (issue 11: fair-lock waiters left unwoken)', async () => {
+    // ioredis writes SUBSCRIBE to the socket during its handshake (status `connect`), before its ready
+    // check; the check's INFO is then refused in subscriber mode, and ioredis drops the connection and
+    // re-subscribes nothing of it, although the SUBSCRIBE was answered. relock waits for `ready` instead.
+    const io = await ioredis();
+    const connection = ioredisAdapter.open(io, () => {});
+    connections.push(connection);
+    let subscriber: Redis | undefined;
+    const duplicate = io.duplicate.bind(io);
+    io.duplicate = ((...args: Parameters<typeof io.duplicate>) => (subscriber = duplicate(...args))) as typeof io.duplicate;
+    const received = new Set<string>();
+    const listener = (_message: string, channel: string): void => void received.add(channel);
+    const [early, during] = [`${uniqueName()}:early`, `${uniqueName()}:handshake`];
+    // The first subscription creates relock's subscriber, which starts connecting; the second is made
+    // the moment its TCP connection is up (ioredis's 'connect' event, before the ready check).
+    const first = connection.subscribe(early, listener);
+    const second = await new Promise<Promise<void>>((resolve) => subscriber!.once('connect', () => resolve(connection.subscribe(during, listener))));
+    await Promise.all([first, second]);
+    await waitUntil(async () => {
+      await Promise.all([early, during].map((channel) => env.redis.publish(channel, '1')));
+      return received.size === 2;
+    }, 3000, 20, 'a message on each channel');
+    expect(subscriber!.status).toBe('ready');
   });
 
   it('shutdown() leaves the user\'s client open and closes relock\'s connections (its duplicate for commands, its subscriber)', async () => {

@@ -8,7 +8,6 @@ import { useStandaloneTopology } from '../shared/topology.js';
 
 const topology = useStandaloneTopology({ family: IOREDIS });
 clientAcceptanceTests(topology);
-// Known defect (CHANGELOG, known issues): the fair lock can leave a waiter unserved on ioredis/iovalkey.
-lockContractTests(topology, { knownStalls: ['RFairLock'] });
+lockContractTests(topology);
 familyCoreTests(topology);
-ownershipCoreTests(topology, { knownStalls: ['fair lock'] });
+ownershipCoreTests(topology);

@@ -110,6 +110,8 @@ let receivers: Map<string, Array<Set<string>>>;
 let known: Set<string>;
 
 beforeAll(async () => {
+  // Compiled first: under load it takes seconds, which must not eat the leases of the handles below.
+  const options = optionNames();
   const client = lockClient(env.redis);
   const other = lockClient(env.redis);
   const name = uniqueName('names');
@@ -140,7 +142,7 @@ beforeAll(async () => {
     ...[namesOf(client), ...lockNames, ...handleNames, ...semaphoreNames, namesOf(latch), ...signalNames].flatMap((set) => [...set]),
     ...Object.keys(relock),
     ...Object.keys(nodeRedis),
-    ...optionNames(),
+    ...options,
   ]);
   await Promise.all([lockHandle.release(), permitHandle.release()]);
 }, 60_000);
@@ -171,5 +173,18 @@ describe('docs/migration.md names only what exists', () => {
     const uses = usesIn('`handle.extendLease(5, \'s\')`, `tryLockSoon()`, `acquire({ waitForever: true })`');
     const absent = uses.filter((use) => !(use.receiver ? receivers.get(use.receiver)!.some((n) => n.has(use.name)) : known.has(use.name)));
     expect(absent.map((u) => u.name)).toEqual(['extendLease', 'tryLockSoon', 'waitForever']);
+  });
+});
+
+describe('exported class names', () => {
+  it("every exported primitive class carries Redisson's R prefix; the former names are deprecated aliases of the same classes", () => {
+    const classes = Object.entries(relock).filter(([name, value]) => typeof value === 'function' && /^[A-Z]/.test(name) && value.name === name);
+    const primitives = classes.map(([name]) => name).filter((name) => !name.endsWith('Error') && !name.endsWith('Handle') && name !== 'LockClient');
+    expect(primitives.filter((name) => !/^R[A-Z]/.test(name))).toEqual([]);
+    expect(primitives).toEqual(expect.arrayContaining(['RLock', 'RFencedLock', 'RSpinLock', 'RMultiLock', 'RRedLock', 'RFairLock', 'RSemaphore']));
+    expect([relock.FencedLock, relock.SpinLock, relock.MultiLock, relock.RedLock]).toEqual([relock.RFencedLock, relock.RSpinLock, relock.RMultiLock, relock.RRedLock]);
+    const client = lockClient(env.redis);
+    const fenced: relock.FencedLock = client.getFencedLock(uniqueName('alias'));
+    expect(fenced).toBeInstanceOf(relock.FencedLock);
   });
 });

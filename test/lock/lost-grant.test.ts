@@ -105,3 +105,31 @@ describe('a grant whose reply was lost', () => {
     expect(await env.redis.exists(lock.key)).toBe(0);
   });
 });
+
+describe('a lost grant to an owner whose hold had ended without its knowing', () => {
+  for (const [kind, make, script, reply] of KINDS) {
+    it(`${kind}: the retry recognises its own grant (hold count 1, not 2), the ended hold is reported lost, and one unlock frees the key`, async () => {
+      proxy = await startProxy('127.0.0.1', env.server.port);
+      const c = (client = createLockClient({ url: `redis://127.0.0.1:${proxy.port}` }));
+      const p = proxy;
+      const lock = make(c, `{${uniqueName()}}`);
+      const lost: string[] = [];
+      c.on('lockLost', (e) => lost.push(e.reason));
+      await runInContext(async () => {
+        await lock.lock();
+        // The hold ends without the client knowing (a restart without persistence, an early expiry): it
+        // still counts one hold, and the watchdog has not renewed since.
+        await env.redis.del(lock.key);
+        await env.redis.scriptLoad(script.source);
+        const cut = p.loseReply({ match: script.sha, replyPrefix: reply });
+        expect(await lock.tryLock(3, 'seconds')).toBe(true);
+        await cut;
+        expect(await holdCounts(lock.key)).toEqual(['1']);
+        expect(await lock.getHoldCount()).toBe(1);
+        expect(lost).toEqual(['expired']);
+        await lock.unlock();
+      });
+      expect(await env.redis.exists(lock.key)).toBe(0);
+    });
+  }
+});

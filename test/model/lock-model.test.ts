@@ -49,13 +49,6 @@ interface Model {
   lost: Map<number, number>;
   /** Owner → its owner id in Redis (learnt from its first grant). */
   fields: Map<number, string>;
-  /**
-   * Owners whose hold ended without their unlock. Their client's own hold count is stale until it learns
-   * (never, for a leased hold), and a lost-reply acquire then adds a second hold: the retry's guard is
-   * that stale count (a known defect, see the issue it is reported in), so such owners are not given
-   * lost-reply acquires.
-   */
-  stale: Set<number>;
 }
 
 /** The real system of one run. */
@@ -153,7 +146,6 @@ function unlocked(m: Model, owner: number): boolean {
 
 /** The holder's hold ends without its unlock (Redis dropped it, or it expired). */
 function ended(m: Model): void {
-  if (m.holder) m.stale.add(m.holder.owner);
   if (m.holder && !m.holder.leased) m.lost.set(m.holder.owner, performance.now());
   m.holder = undefined;
 }
@@ -166,7 +158,6 @@ class Acquire extends Step {
     const mine = m.holder?.owner === this.owner;
     // One kind of hold per owner at a time; without a wait time (or a lost reply) only when it is granted at once.
     if (mine && m.holder!.leased !== this.leased) return false;
-    if (this.loseReply && m.stale.has(this.owner)) return false;
     return (this.waitMs !== undefined && !this.loseReply) || !m.holder || mine;
   }
   async apply(m: Model, r: Real): Promise<void> {
@@ -322,7 +313,7 @@ describe('RLock against its model', () => {
     await fc.assert(
       fc.asyncProperty(commands, async (cmds) => {
         const real = await setup();
-        const model: Model = { lost: new Map(), fields: new Map(), stale: new Set<number>() };
+        const model: Model = { lost: new Map(), fields: new Map() };
         try {
           await fc.asyncModelRun(() => ({ model, real }), cmds);
           // Every loss of the run is judged: wait until each lost owner's bound has passed, then compare.

@@ -1,15 +1,18 @@
 import { createInterface } from 'node:readline/promises';
-import type { LockClient } from '../../client.js';
+import { coreOf, OBJECT_DESCRIPTORS } from '../../client.js';
 import type { CommandSpec } from '../args.js';
 import type { Target } from '../connect.js';
 import { describe, type Description } from '../describe.js';
-import { forcedType, inspectObject, isLockType, objectKeys, type LockType, type ObjectKeys, type ObjectType } from '../detect.js';
+import { descriptorOfType, forcedType, inspectObject, objectKeys, type ObjectKeys, type ObjectType } from '../detect.js';
 import { CliError, EXIT, usageError } from '../errors.js';
 import { COMMON_OPTIONS, TYPE_OPTION, type CommonOptions } from '../options.js';
 import { printJson, printLines } from '../output.js';
 import { holdersText, TYPE_LABEL } from '../render.js';
 import { notFoundError, withTarget } from '../run.js';
 import { DEFAULT_LIMIT } from './inspect.js';
+
+/** The kinds `force-unlock` applies to: those whose descriptor has a `lock` part. */
+const LOCK_TYPES = OBJECT_DESCRIPTORS.filter((d) => d.lock !== undefined).map((d) => d.kind);
 
 /** Options of `relock force-unlock`. */
 export interface ForceUnlockOptions extends CommonOptions {
@@ -19,7 +22,7 @@ export interface ForceUnlockOptions extends CommonOptions {
 
 /**
  * `relock force-unlock <name>`: deletes a held lock whoever holds it with the library's
- * `forceUnlock` of its type (`RLock`, `SpinLock`, `FencedLock`, `RFairLock`, or the side of `RReadWriteLock` in the
+ * `forceUnlock` of its type (`RLock`, `RSpinLock`, `RFencedLock`, `RFairLock`, or the side of `RReadWriteLock` in the
  * current mode), which wakes its waiters. Asks for confirmation on a terminal unless `--yes`; refuses
  * without `--yes` when stdin is not a terminal.
  */
@@ -38,42 +41,22 @@ async function forceUnlock(target: Target, name: string, options: ForceUnlockOpt
   const { state, subs, detection } = await inspectObject(target.connection, keys, DEFAULT_LIMIT, forcedType(options.type));
   if (detection.found !== 'object') throw notFoundError(keys, detection);
   const { type } = detection;
-  if (!isLockType(type)) throw usageError(`"${name}" is a ${TYPE_LABEL[type]}: force-unlock applies to locks (lock, spin-lock, fenced-lock, fair-lock, read-write-lock)`);
+  const lock = descriptorOfType(type).lock;
+  if (!lock) throw usageError(`"${name}" is a ${TYPE_LABEL[type]}: force-unlock applies to locks (${LOCK_TYPES.join(', ')})`);
   const before = await describe(target.connection, state, type, subs);
   if (!before.exists) return report(options, { ...result(before, []), message: `${TYPE_LABEL[type]} "${name}" is not held: nothing to unlock` });
   if (!options.yes) await confirm(before);
-  const deleted = await unlockWith(target.locks, name, type, before.mode ?? null);
-  const keysDeleted = deleted ? deletedKeys(keys, type) : [];
+  const deleted = await lock.forceUnlock(coreOf(target.locks), name, before);
+  const keysDeleted = deleted ? deletedKeys(keys, lock.deletes) : [];
   const message = deleted
     ? `force-unlocked ${TYPE_LABEL[type]} "${name}": deleted ${keysDeleted.join(', ')} (holders were ${holdersOf(before)}); waiters were woken`
     : `"${name}" was released or changed mode before it could be force-unlocked: nothing was deleted`;
   return report(options, { ...result(before, keysDeleted), message });
 }
 
-/**
- * Runs the library's `forceUnlock` for `type`; resolves to whether the lock was deleted. A read-write lock
- * is unlocked through the side of its mode (its `forceUnlock` deletes it only in that mode).
- */
-function unlockWith(locks: LockClient, name: string, type: LockType, mode: string | null): Promise<boolean> {
-  switch (type) {
-    case 'lock':
-      return locks.getLock(name).forceUnlock();
-    case 'spin-lock':
-      return locks.getSpinLock(name).forceUnlock();
-    case 'fenced-lock':
-      return locks.getFencedLock(name).forceUnlock();
-    case 'fair-lock':
-      return locks.getFairLock(name).forceUnlock();
-    case 'read-write-lock': {
-      const lock = locks.getReadWriteLock(name);
-      return (mode === 'read' ? lock.readLock() : lock.writeLock()).forceUnlock();
-    }
-  }
-}
-
-/** The keys `forceUnlock` deletes: the lock hash, and a read-write lock's leases (a fence counter and a fair queue stay). */
-function deletedKeys(keys: ObjectKeys, type: LockType): string[] {
-  return type === 'read-write-lock' ? [keys.main, keys.leases] : [keys.main];
+/** The keys `forceUnlock` deletes: the lock hash, and the auxiliary keys its descriptor names (a read-write lock's leases; a fence counter and a fair queue stay). */
+function deletedKeys(keys: ObjectKeys, parts: readonly string[]): string[] {
+  return [keys.main, ...parts.map((part) => keys.aux.get(part)!)];
 }
 
 function holdersOf(d: Description): string {

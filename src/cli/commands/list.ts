@@ -1,7 +1,8 @@
 import type { CommandSpec } from '../args.js';
 import type { Target } from '../connect.js';
 import { describe, type Description } from '../describe.js';
-import { forcedType, inspectObject, OBJECT_TYPES, objectKeys, type ObjectKeys, type ObjectType } from '../detect.js';
+import { OBJECT_DESCRIPTORS } from '../../client.js';
+import { descriptorOfType, forcedType, inspectObject, OBJECT_TYPES, objectKeys, type ObjectKeys, type ObjectType } from '../detect.js';
 import { EXIT } from '../errors.js';
 import { escapeGlob, globRegExp } from '../glob.js';
 import { COMMON_OPTIONS, wholeNumber, type CommonOptions } from '../options.js';
@@ -28,8 +29,8 @@ export interface Listed {
   readonly warnings: string[];
 }
 
-/** The auxiliary keys from which an object's name can be read back (`relock:<kind>:<tagged main key>`). */
-const AUX_KINDS = ['fence', 'queue', 'timeout', 'leases', 'permits'] as const;
+/** The auxiliary keys from which an object's name can be read back (`relock:<part>:<tagged main key>`): every descriptor's. */
+const AUX_KINDS: readonly string[] = [...new Set(OBJECT_DESCRIPTORS.flatMap((d) => d.keys))];
 /** Entries read per key to classify an object (a sample is enough to tell a relock hash from another). */
 const CLASSIFY_LIMIT = 16;
 /** Objects classified at once. */
@@ -152,24 +153,9 @@ function dropShadows(objects: Listed[]): Listed[] {
   });
 }
 
+/** The descriptor's account of the state (`held by 1 owner`, `3 free permits`). */
 function summary(d: Description): string {
-  const owners = (n: number): string => (n === 0 ? 'not held' : `held by ${n} owner${n === 1 ? '' : 's'}`);
-  switch (d.type) {
-    case 'lock':
-    case 'spin-lock':
-    case 'fenced-lock':
-      return owners(d.holders!.length) + (d.fencingToken !== undefined ? `, last token ${d.fencingToken}` : '');
-    case 'fair-lock':
-      return `${owners(d.holders!.length)}, ${d.queue!.length} waiting`;
-    case 'read-write-lock':
-      return d.mode ? `${d.mode} mode, ${d.readers!.length} reader(s)${d.writer ? ', 1 writer' : ''}` : 'not held';
-    case 'semaphore':
-      return `${d.freePermits} free permits`;
-    case 'expirable-semaphore':
-      return `${d.permits!.taken} of ${d.permits!.total} permits taken`;
-    case 'count-down-latch':
-      return `count ${d.count}`;
-  }
+  return descriptorOfType(d.type).summary(d);
 }
 
 function render(objects: readonly Listed[], scanned: number, nodes: number): string[] {

@@ -74,7 +74,9 @@ const HINT = 'pass an ioredis (v5) or iovalkey `Redis` or `Cluster` ("new Redis(
  *   the connection they are sent on (the duplicate inherits the option; measured in scripts/bench/).
  * - `autoResubscribe`: relock's subscriber is its own connection (`duplicate()` with `autoResubscribe`
  *   on), so your setting does not affect it; after every reconnect relock also wakes its waiters, since
- *   messages may have been lost.
+ *   messages may have been lost. ioredis re-subscribes only what was subscribed on a connection that
+ *   became ready, and writes a SUBSCRIBE made during its handshake before its ready check (which then
+ *   fails): relock sends its pub/sub commands only once the subscriber is ready (`Subscriber.ready`).
  * - Cluster: commands are routed by ioredis on their first key (relock's key; every key of a script is in
  *   its slot); keyless commands (`WAIT`, `INFO`, `PUBSUB`) go to the primary of the slot from ioredis's
  *   slot table; waiting uses sharded pub/sub (`SSUBSCRIBE`) on one subscriber connection per primary,
@@ -98,14 +100,47 @@ export const ioredis: ClientAdapter = {
 const call = (client: { call(command: string, ...args: string[]): Promise<unknown> }, args: readonly string[]): Promise<unknown> =>
   client.call(args[0], ...args.slice(1));
 
-/** A subscriber connection relock owns: a `duplicate()` that connects now, queues until then and re-subscribes after reconnects. */
-function subscriberOf(node: IoRedis, onError: ErrorSink, reconnected: Notifier): IoRedis {
+/**
+ * A subscriber connection relock owns (a `duplicate()` that connects now and re-subscribes after
+ * reconnects), and `ready()`, which every (S)SUBSCRIBE and (S)UNSUBSCRIBE on it awaits first.
+ */
+interface Subscriber {
+  readonly client: IoRedis;
+  /**
+   * Resolves when the connection is `ready` (at once when it is) or ended. ioredis writes pub/sub
+   * commands straight to the socket during its handshake (status `connect`: Redis allows them while
+   * loading), which puts the connection in subscriber mode before ioredis's ready check; Redis then
+   * refuses the check's INFO, ioredis drops that connection and, since it never was ready, re-subscribes
+   * nothing subscribed on it, although the SUBSCRIBE was answered: a waiter would sleep on a channel
+   * nobody subscribes, woken only by its timer (issue 11). Sent once `ready`, a command also follows
+   * ioredis's own re-subscription after a reconnect.
+   */
+  ready(): Promise<void>;
+}
+
+function subscriberOf(node: IoRedis, onError: ErrorSink, reconnected: Notifier): Subscriber {
   return outsideContexts(() => {
-    const sub = node.duplicate({ lazyConnect: true, enableOfflineQueue: true, autoResubscribe: true, keyPrefix: '' });
-    sub.on('error', (e) => onError(e, 'subscriber'));
-    sub.on('ready', reconnected.afterFirst(false));
-    sub.connect().catch(() => {});
-    return sub;
+    const client = node.duplicate({ lazyConnect: true, enableOfflineQueue: true, autoResubscribe: true, keyPrefix: '' });
+    client.on('error', (e) => onError(e, 'subscriber'));
+    client.on('ready', reconnected.afterFirst(false));
+    client.connect().catch(() => {});
+    // One pending promise for every caller (one listener pair, however many waiters subscribe).
+    let next: Promise<void> | undefined;
+    const ready = (): Promise<void> => {
+      if (client.status === 'ready' || client.status === 'end') return Promise.resolve();
+      next ??= new Promise<void>((resolve) => {
+        const done = (): void => {
+          next = undefined;
+          client.off?.('ready', done);
+          client.off?.('end', done);
+          resolve();
+        };
+        client.on('ready', done);
+        client.on('end', done);
+      });
+      return next;
+    };
+    return { client, ready };
   });
 }
 
@@ -199,14 +234,14 @@ function standaloneConnection(client: IoRedis, onError: ErrorSink, ownsClient = 
   const onCommandReady = reconnected.afterFirst(commands.status === 'ready');
   commands.on('ready', onCommandReady);
   const listeners = new Listeners();
-  let subscriber: IoRedis | undefined;
+  let subscriber: Subscriber | undefined;
   let closed = false;
-  const getSubscriber = (): IoRedis => {
+  const getSubscriber = (): Subscriber => {
     // None after close(): it would reconnect forever, with nobody to close it.
     if (closed) throw new Error('Connection is closed.');
     if (!subscriber) {
       subscriber = subscriberOf(client, onError, reconnected);
-      subscriber.on('message', listeners.dispatch);
+      subscriber.client.on('message', listeners.dispatch);
     }
     return subscriber;
   };
@@ -218,18 +253,23 @@ function standaloneConnection(client: IoRedis, onError: ErrorSink, ownsClient = 
     send: (_firstKey, args) => send(args),
     sendKeyless: (_slotKey, args) => send(args),
     async subscribe(channel, listener) {
-      if (listeners.add(channel, listener)) await getSubscriber().subscribe(channel);
+      if (!listeners.add(channel, listener)) return;
+      const sub = getSubscriber();
+      await sub.ready();
+      await sub.client.subscribe(channel);
     },
     async unsubscribe(channel, listener) {
-      // Sent even while the subscriber is (re)connecting: it queues behind the SUBSCRIBE, in order.
-      if (listeners.remove(channel, listener) && subscriber && subscriber.status !== 'end') await subscriber.unsubscribe(channel);
+      if (!listeners.remove(channel, listener) || !subscriber) return;
+      const sub = subscriber;
+      await sub.ready();
+      if (sub.client.status !== 'end') await sub.client.unsubscribe(channel);
     },
     onReconnected: reconnected.add,
     async close() {
       closed = true;
       commands.off?.('ready', onCommandReady);
       commands.off?.('close', inFlight.abandon);
-      subscriber?.disconnect();
+      subscriber?.client.disconnect();
       if (owned) await closeOwned(commands);
     },
   };
@@ -249,7 +289,7 @@ function clusterConnection(cluster: IoCluster, onError: ErrorSink): Connection {
   const reconnected = new Notifier();
   const listeners = new Listeners();
   /** Primary `host:port` → relock's sharded subscriber on it; channel → the primary it is subscribed on. */
-  const subscribers = new Map<string, IoRedis>();
+  const subscribers = new Map<string, Subscriber>();
   const homes = new Map<string, string>();
 
   /** The primary serving `slot` (waiting for ioredis's slot table when it has none yet). */
@@ -261,25 +301,31 @@ function clusterConnection(cluster: IoCluster, onError: ErrorSink): Connection {
     return node;
   };
   let closed = false;
-  const subscriberFor = (node: IoRedis): IoRedis => {
+  const subscriberFor = (node: IoRedis): Subscriber => {
     // None after close(): it would reconnect forever, with nobody to close it.
     if (closed) throw new Error('Connection is closed.');
     const key = nodeKey(node);
     let sub = subscribers.get(key);
     if (!sub) {
       sub = subscriberOf(node, onError, reconnected);
-      sub.on('smessage', listeners.dispatch);
+      sub.client.on('smessage', listeners.dispatch);
       subscribers.set(key, sub);
     }
     return sub;
+  };
+  /** SUNSUBSCRIBE of `channel` on `sub` once it is ready (nothing when it ended: closed). */
+  const leave = async (sub: Subscriber, channel: string): Promise<void> => {
+    await sub.ready();
+    if (sub.client.status !== 'end') await sub.client.sunsubscribe(channel);
   };
   const home = async (channel: string): Promise<void> => {
     const node = await primaryOf(keySlot(channel));
     const sub = subscriberFor(node);
     homes.set(channel, nodeKey(node));
-    await sub.ssubscribe(channel);
+    await sub.ready();
+    await sub.client.ssubscribe(channel);
     // Unsubscribed while this was under way: the SUNSUBSCRIBE found no home yet, so send it now.
-    if (!listeners.has(channel)) await sub.sunsubscribe(channel);
+    if (!listeners.has(channel)) await leave(sub, channel);
   };
   /** After ioredis refreshed its slot table: moves each channel whose slot changed primary, then wakes the waiters. */
   const rehome = (): void => {
@@ -289,7 +335,8 @@ function clusterConnection(cluster: IoCluster, onError: ErrorSink): Connection {
       const before = homes.get(channel);
       if (now === undefined || now === before) continue;
       moved = true;
-      if (before !== undefined) subscribers.get(before)?.sunsubscribe(channel).catch(() => {});
+      const left = before === undefined ? undefined : subscribers.get(before);
+      if (left) leave(left, channel).catch(() => {});
       home(channel).catch((e: unknown) => onError(e, 'subscriber'));
     }
     if (moved) reconnected.notify();
@@ -312,7 +359,7 @@ function clusterConnection(cluster: IoCluster, onError: ErrorSink): Connection {
       if (!listeners.remove(channel, listener)) return;
       const sub = subscribers.get(homes.get(channel) ?? '');
       homes.delete(channel);
-      if (sub && sub.status !== 'end') await sub.sunsubscribe(channel);
+      if (sub) await leave(sub, channel);
     },
     onReconnected: reconnected.add,
     async close() {
@@ -320,7 +367,7 @@ function clusterConnection(cluster: IoCluster, onError: ErrorSink): Connection {
       commands.off?.('refresh', rehome);
       commands.off?.('+node', reconnected.notify);
       commands.off?.('-node', reconnected.notify);
-      for (const sub of subscribers.values()) sub.disconnect();
+      for (const sub of subscribers.values()) sub.client.disconnect();
       if (owned) await closeOwned(commands);
     },
   };
