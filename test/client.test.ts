@@ -1,7 +1,7 @@
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import { Redis as IORedis } from 'ioredis';
 import { createClient as createClientV5 } from 'redis-v5';
-import { createLockClient, InvalidArgumentError, RedisUnavailableError, runInContext } from '../src/index.js';
+import { createLockClient, InvalidArgumentError, RedisUnavailableError, runInContext, type LockClient, type LockClientOptions } from '../src/index.js';
 import { activeTimers, connect, keys, numsub, sleep, uniqueName, waitUntil, type Redis } from './support/helpers.js';
 import { freePort, startRedis, type RedisServer } from './support/redis.js';
 
@@ -15,6 +15,21 @@ beforeAll(async () => {
 afterAll(async () => {
   await redis.close();
   await server.stop();
+});
+
+/**
+ * Lock clients with connections of their own (`url`): shut down after each test even when it failed
+ * half-way. A client left reconnecting to a server that is down keeps the jest worker alive ("A worker
+ * process has failed to exit gracefully").
+ */
+const urlClients: LockClient[] = [];
+function urlClient(options: LockClientOptions & { url: string }): LockClient {
+  const client = createLockClient(options);
+  urlClients.push(client);
+  return client;
+}
+afterEach(async () => {
+  await Promise.all(urlClients.splice(0).map((client) => client.shutdown()));
 });
 
 describe('createLockClient', () => {
@@ -79,7 +94,7 @@ describe('createLockClient', () => {
   });
 
   it('with `url`, creates its own connections and closes them on shutdown', async () => {
-    const client = createLockClient({ url: server.url });
+    const client = urlClient({ url: server.url });
     const lock = client.getLock(uniqueName());
     expect(await lock.tryLock(1, 5, 'seconds')).toBe(true);
     const waiting = client.getLock(lock.name).tryLock(2, 'seconds');
@@ -94,7 +109,7 @@ describe('createLockClient', () => {
 
   it('with `url` to a server that is down, a call fails with RedisUnavailableError within the retry policy', async () => {
     const port = await freePort();
-    const client = createLockClient({ url: `redis://127.0.0.1:${port}`, responseTimeout: 200, retry: { retries: 2, minTimeout: 20, maxTimeout: 50 } });
+    const client = urlClient({ url: `redis://127.0.0.1:${port}`, responseTimeout: 200, retry: { retries: 2, minTimeout: 20, maxTimeout: 50 } });
     const started = performance.now();
     const error = await client.getLock(uniqueName()).tryLock().catch((e: unknown) => e);
     expect(error).toBeInstanceOf(RedisUnavailableError);

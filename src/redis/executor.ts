@@ -271,7 +271,7 @@ export class Executor {
         const calls = this.inFlight;
         let kept = 0;
         for (const call of calls) {
-          if (!call.settled && call.at <= now) call.giveUp(new ResponseTimeoutError(Math.round(call.at - now + this.responseTimeout)));
+          if (!call.settled && call.at <= now) call.giveUp(new ResponseTimeoutError(Math.round(now - call.at + this.responseTimeout)));
           if (!call.settled) calls[kept++] = call;
         }
         calls.length = kept;
