@@ -69,7 +69,8 @@ export interface LockClientOptions {
   /**
    * A Redis URL (`redis://user:pass@host:6379/0`, `rediss://…`): relock creates its own connections (with
    * the offline queue disabled, so no lock command runs late after a reconnect) and closes them in
-   * `shutdown()`. Give this or `redis`.
+   * `shutdown()`. The client library (node-redis if installed, else ioredis, else iovalkey) is imported on
+   * the first call, within that call's `responseTimeout`. Give this or `redis`.
    */
   url?: string;
   /**

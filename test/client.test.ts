@@ -109,6 +109,9 @@ describe('createLockClient', () => {
 
   it('with `url` to a server that is down, a call fails with RedisUnavailableError within the retry policy', async () => {
     const port = await freePort();
+    // With `url` relock imports the client library on first use, inside the first call's response timeout:
+    // a cold import can take longer than this test's 200 ms. Load it first, as any earlier client would have.
+    await import('redis');
     const client = urlClient({ url: `redis://127.0.0.1:${port}`, responseTimeout: 200, retry: { retries: 2, minTimeout: 20, maxTimeout: 50 } });
     const started = performance.now();
     const error = await client.getLock(uniqueName()).tryLock().catch((e: unknown) => e);
