@@ -52,7 +52,7 @@ export { RFencedLock } from './fenced-lock/fenced-lock.js';
 export type { AcquireMessage, LostMessage, ReleaseMessage } from './observe/channels.js';
 export type { AcquireOutcome, MetricKind, WokenBy } from './observe/kinds.js';
 export type { MeterProviderLike, OtelOptions, TracerProviderLike } from './observe/options.js';
-export type { ObjectKind } from './kinds.js';
+export type { ObjectKind, ObjectKinds } from './kinds.js';
 export type { LockEvent } from './lock/events.js';
 export { LockHandle } from './lock/handle.js';
 export { RLock, type AcquireOptions } from './lock/lock.js';

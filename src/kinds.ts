@@ -2,7 +2,7 @@ import { WrongTypeError } from './errors.js';
 import type { Connection } from './redis/connection.js';
 import { defineScript } from './redis/script.js';
 
-export type { KindEntry, ObjectKind, RedisType } from './object-kind.js';
+export type { KindEntry, ObjectKind, ObjectKinds, RedisType } from './object-kind.js';
 import type { KindEntry, ObjectKind, RedisType } from './object-kind.js';
 
 /** The Redis type of the main key of `kind`, as its entry in `kinds` (the client's descriptors) says. */

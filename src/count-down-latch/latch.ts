@@ -6,6 +6,13 @@ import { clientWait, type Attempt } from '../pubsub/wait.js';
 import { checkOptions, optionWait, requireUnit, waitMillis, type TimeUnit } from '../time.js';
 import { COUNT_DOWN, READ_COUNT, TRY_SET_COUNT } from './scripts.js';
 
+declare module '../object-kind.js' {
+  interface ObjectKinds {
+    /** `RCountDownLatch`. */
+    'count-down-latch': true;
+  }
+}
+
 /**
  * Options of `RCountDownLatch.await()`. Give the wait time in milliseconds (`waitMs`) or with its unit
  * (`waitTime` and `unit`); `{ waitTime: 5 }` alone is refused.

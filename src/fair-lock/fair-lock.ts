@@ -7,6 +7,13 @@ import type { Attempt } from '../pubsub/wait.js';
 import { monotonic } from '../time.js';
 import { FAIR_ACQUIRE, FAIR_FORCE_UNLOCK, FAIR_LEAVE, FAIR_UNLOCK } from './scripts.js';
 
+declare module '../object-kind.js' {
+  interface ObjectKinds {
+    /** `RFairLock`. */
+    'fair-lock': true;
+  }
+}
+
 /**
  * How long a waiter that gave up waits for its leave of the queue while the connection is down (ms, plus
  * the executor's grace): a call with a wait time settles within it even when Redis is unreachable; the

@@ -5,6 +5,13 @@ import type { AcquireResult } from '../lock/scripts.js';
 import { leaseMillis, type TimeUnit } from '../time.js';
 import { FENCED_ACQUIRE } from './scripts.js';
 
+declare module '../object-kind.js' {
+  interface ObjectKinds {
+    /** `RFencedLock`. */
+    'fenced-lock': true;
+  }
+}
+
 /**
  * A reentrant lock that hands out a fencing token with every acquisition (Redisson's `RFencedLock`).
  *

@@ -14,6 +14,13 @@ import { KeyEvents, type LockEvent } from './events.js';
 import { LockHandle } from './handle.js';
 import { ACQUIRE, FORCE_UNLOCK, RENEW, UNLOCK, type AcquireResult } from './scripts.js';
 
+declare module '../object-kind.js' {
+  interface ObjectKinds {
+    /** `RLock`. */
+    lock: true;
+  }
+}
+
 /**
  * @internal RLock's protected steps, for the objects that drive RLocks as members (RMultiLock, RRedLock):
  * they resolve the caller's owner once (outside any context, a new owner per member and call), acquire

@@ -11,6 +11,13 @@ import { ObjectKeys } from '../object-keys.js';
 import { PermitHandle } from './handle.js';
 import { ACQUIRE, ADD_LIMIT, COUNTS, LEASE_TIME, RELEASE, RENEW, SET_LIMIT, TRY_SET_LIMIT, UPDATE_LEASE } from './scripts.js';
 
+declare module '../object-kind.js' {
+  interface ObjectKinds {
+    /** `RPermitExpirableSemaphore`. */
+    'expirable-semaphore': true;
+  }
+}
+
 /**
  * Options of `RPermitExpirableSemaphore.acquire()`. Give each time in milliseconds (`waitMs`, `leaseMs`)
  * or with its unit (`waitTime`/`leaseTime` and `unit`); `{ leaseTime: 5 }` alone is refused.

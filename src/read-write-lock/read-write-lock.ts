@@ -8,6 +8,13 @@ import type { Attempt } from '../pubsub/wait.js';
 import type { RenewalKind, WatchdogHold } from '../watchdog/hold.js';
 import { RW_ACQUIRE, RW_FORCE_UNLOCK, RW_IS_LOCKED, RW_RENEW, RW_UNLOCK } from './scripts.js';
 
+declare module '../object-kind.js' {
+  interface ObjectKinds {
+    /** `RReadWriteLock`. */
+    'read-write-lock': true;
+  }
+}
+
 /** Renewal of read and write holds: each hold of the owner's field gets its own lease extended. */
 export const READ_WRITE_RENEWAL: RenewalKind = { script: RW_RENEW, keysPerHold: 2 };
 

@@ -6,6 +6,13 @@ import { checkOptions, optionWait, waitMillis, type TimeUnit } from '../time.js'
 import { acquireOutcome, permitDelta, permitTotal, positiveTime, requirePermitUnit, tookPermits, WAKE_BY_PERMITS } from './permits.js';
 import { ACQUIRE, ADD, ADD_IF_EXISTS, DRAIN, TRY_SET } from './scripts.js';
 
+declare module '../object-kind.js' {
+  interface ObjectKinds {
+    /** `RSemaphore`. */
+    semaphore: true;
+  }
+}
+
 /**
  * Options of `RSemaphore.acquire()`. Give the wait time in milliseconds (`waitMs`) or with its unit
  * (`waitTime` and `unit`); `{ waitTime: 5 }` alone is refused.

@@ -5,6 +5,13 @@ import { RLock } from '../lock/lock.js';
 import { laterAttempt, waitDeadline, type Attempt } from '../pubsub/wait.js';
 import { monotonic } from '../time.js';
 
+declare module '../object-kind.js' {
+  interface ObjectKinds {
+    /** `RSpinLock`. */
+    'spin-lock': true;
+  }
+}
+
 /**
  * Options of `LockClient.getSpinLock(name, options)`: how the waiter paces its attempts. Every time is in
  * milliseconds; the defaults are Redisson's `ExponentialBackOff` (1 ms, ×2, at most 128 ms). For
