@@ -50,7 +50,7 @@ export {
 } from './errors.js';
 export { RFencedLock } from './fenced-lock/fenced-lock.js';
 export type { AcquireMessage, LostMessage, ReleaseMessage } from './observe/channels.js';
-export type { AcquireOutcome, MetricKind, WokenBy } from './observe/kinds.js';
+export type { AcquireOutcome, MetricKind, MetricKinds, WokenBy } from './observe/kinds.js';
 export type { MeterProviderLike, OtelOptions, TracerProviderLike } from './observe/options.js';
 export type { ObjectKind, ObjectKinds } from './kinds.js';
 export type { LockEvent } from './lock/events.js';

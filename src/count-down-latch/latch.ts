@@ -13,6 +13,13 @@ declare module '../object-kind.js' {
   }
 }
 
+declare module '../observe/kinds.js' {
+  interface MetricKinds {
+    /** `RCountDownLatch`. */
+    count_down_latch: true;
+  }
+}
+
 /**
  * Options of `RCountDownLatch.await()`. Give the wait time in milliseconds (`waitMs`) or with its unit
  * (`waitTime` and `unit`); `{ waitTime: 5 }` alone is refused.

@@ -14,6 +14,13 @@ declare module '../object-kind.js' {
   }
 }
 
+declare module '../observe/kinds.js' {
+  interface MetricKinds {
+    /** `RFairLock`. */
+    fair_lock: true;
+  }
+}
+
 /**
  * How long a waiter that gave up waits for its leave of the queue while the connection is down (ms, plus
  * the executor's grace): a call with a wait time settles within it even when Redis is unreachable; the
@@ -52,6 +59,7 @@ export class RFairLock extends RLock {
   /** Owners waiting through this object (their attempts join the queue), with the number of their waits. */
   private readonly waiting = new Map<string, number>();
   protected override readonly kind = 'fair-lock';
+  protected override readonly metricKind = 'fair_lock';
 
   /** @internal Use `LockClient.getFairLock(name)`. */
   constructor(core: Core, name: string) {

@@ -12,6 +12,13 @@ declare module '../object-kind.js' {
   }
 }
 
+declare module '../observe/kinds.js' {
+  interface MetricKinds {
+    /** `RFencedLock`. */
+    fenced_lock: true;
+  }
+}
+
 /**
  * A reentrant lock that hands out a fencing token with every acquisition (Redisson's `RFencedLock`).
  *
@@ -32,6 +39,7 @@ export class RFencedLock extends RLock {
   /** The Redis key of the fencing counter. */
   readonly fenceKey: string;
   protected override readonly kind = 'fenced-lock';
+  protected override readonly metricKind = 'fenced_lock';
 
   /** @internal Use `LockClient.getFencedLock(name)`. */
   constructor(core: Core, name: string) {

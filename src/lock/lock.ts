@@ -4,7 +4,7 @@ import type { Core } from '../core.js';
 import { ClientClosedError, IllegalMonitorStateError, InvalidArgumentError, LockAcquireTimeoutError, LockLostError, RedisUnavailableError } from '../errors.js';
 import { auxName, mainKey } from '../keys.js';
 import type { ObjectKind } from '../kinds.js';
-import { metricKind } from '../observe/kinds.js';
+import type { MetricKind } from '../observe/kinds.js';
 import { probed, type AcquireProbe } from '../observe/observer.js';
 import { WAKE_ONE, type WakeRule } from '../pubsub/channel.js';
 import { clientWait, type Attempt } from '../pubsub/wait.js';
@@ -16,6 +16,13 @@ import { ACQUIRE, FORCE_UNLOCK, RENEW, UNLOCK, type AcquireResult } from './scri
 
 declare module '../object-kind.js' {
   interface ObjectKinds {
+    /** `RLock`. */
+    lock: true;
+  }
+}
+
+declare module '../observe/kinds.js' {
+  interface MetricKinds {
     /** `RLock`. */
     lock: true;
   }
@@ -169,6 +176,8 @@ export class RLock {
   protected readonly exclusive: boolean = true;
   /** The kind of lock, kept in its hash's `kind` field and checked by every acquisition; each variant has its own. */
   protected readonly kind: ObjectKind = 'lock';
+  /** How metrics and events name this lock's kind (the `relock.kind` attribute); each variant has its own. */
+  protected readonly metricKind: MetricKind = 'lock';
   /** This lock's entry in a context's holds (`clientId + ' ' + key`; the read and write locks of one read-write lock differ). */
   protected readonly holdKey: string;
   private readonly latchPrefix: string;
@@ -590,7 +599,7 @@ export class RLock {
    * in Redis is adopted as this acquisition.
    */
   protected acquireAs(ctx: LockContext, waitMs: number, leaseMs: number | undefined, signal: AbortSignal | undefined): Promise<Grant | undefined> {
-    return this.core.observe.acquire(metricKind(this.kind, this.exclusive), this.name, this.key, this.ownerOf(ctx), waitMs, signal, (probe) => this.acquireObserved(ctx, waitMs, leaseMs, signal, probe));
+    return this.core.observe.acquire(this.metricKind, this.name, this.key, this.ownerOf(ctx), waitMs, signal, (probe) => this.acquireObserved(ctx, waitMs, leaseMs, signal, probe));
   }
 
   /** `acquireAs`, telling `probe` (the observer's, see `Observer.acquire`) of its attempts. */
@@ -667,7 +676,7 @@ export class RLock {
    * the releasing handle's signal, aborts) before `IllegalMonitorStateError` is thrown.
    */
   protected unlockAs(ctx: LockContext, renewed?: boolean, controller?: AbortController): Promise<void> {
-    return this.core.observe.release(metricKind(this.kind, this.exclusive), this.name, this.key, this.ownerOf(ctx), () => this.unlockObserved(ctx, renewed, controller));
+    return this.core.observe.release(this.metricKind, this.name, this.key, this.ownerOf(ctx), () => this.unlockObserved(ctx, renewed, controller));
   }
 
   /** `unlockAs`, measured by the observer (see `Observer.release`). */

@@ -7,6 +7,15 @@ import { memberSteps as steps, requireLockUnit, tryLockTimes, type AcquireOption
 import { checkOptions, leaseMillis, optionLease, optionWait, type TimeUnit } from '../time.js';
 import { checkMembers, contextsOf, groupHandle, groupName, type Holding } from './members.js';
 
+declare module '../observe/kinds.js' {
+  interface MetricKinds {
+    /** `RMultiLock`. */
+    multi_lock: true;
+    /** `RRedLock`. */
+    red_lock: true;
+  }
+}
+
 /** What a group acquisition got: the members it holds and, for RRedLock, the end of validity (monotonic ms). */
 export interface Taken {
   readonly holding: Holding;

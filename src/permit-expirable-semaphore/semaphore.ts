@@ -18,6 +18,13 @@ declare module '../object-kind.js' {
   }
 }
 
+declare module '../observe/kinds.js' {
+  interface MetricKinds {
+    /** `RPermitExpirableSemaphore`. */
+    permit_expirable_semaphore: true;
+  }
+}
+
 /**
  * Options of `RPermitExpirableSemaphore.acquire()`. Give each time in milliseconds (`waitMs`, `leaseMs`)
  * or with its unit (`waitTime`/`leaseTime` and `unit`); `{ leaseTime: 5 }` alone is refused.

@@ -15,6 +15,15 @@ declare module '../object-kind.js' {
   }
 }
 
+declare module '../observe/kinds.js' {
+  interface MetricKinds {
+    /** `RReadLock`, the shared side of an `RReadWriteLock`. */
+    read_lock: true;
+    /** `RWriteLock`, the exclusive side of an `RReadWriteLock`. */
+    write_lock: true;
+  }
+}
+
 /** Renewal of read and write holds: each hold of the owner's field gets its own lease extended. */
 export const READ_WRITE_RENEWAL: RenewalKind = { script: RW_RENEW, keysPerHold: 2 };
 
@@ -212,6 +221,7 @@ abstract class ReadWriteSide extends RLock {
 export class RReadLock extends ReadWriteSide {
   /** Readers share the lock: a grant to a new reader says nothing about the other read holds. */
   protected override readonly exclusive: boolean = false;
+  protected override readonly metricKind = 'read_lock';
 
   /** @internal Use `RReadWriteLock.readLock()`. */
   constructor(core: Core, name: string, shared: Shared) {
@@ -235,6 +245,8 @@ export class RReadLock extends ReadWriteSide {
  * whose lease ended or that was force-unlocked; such a hold is no upgrade, as in Redisson).
  */
 export class RWriteLock extends ReadWriteSide {
+  protected override readonly metricKind = 'write_lock';
+
   /** @internal Use `RReadWriteLock.writeLock()`. */
   constructor(core: Core, name: string, shared: Shared) {
     super(core, name, shared, 'write');

@@ -13,6 +13,13 @@ declare module '../object-kind.js' {
   }
 }
 
+declare module '../observe/kinds.js' {
+  interface MetricKinds {
+    /** `RSemaphore`. */
+    semaphore: true;
+  }
+}
+
 /**
  * Options of `RSemaphore.acquire()`. Give the wait time in milliseconds (`waitMs`) or with its unit
  * (`waitTime` and `unit`); `{ waitTime: 5 }` alone is refused.

@@ -12,6 +12,13 @@ declare module '../object-kind.js' {
   }
 }
 
+declare module '../observe/kinds.js' {
+  interface MetricKinds {
+    /** `RSpinLock`. */
+    spin_lock: true;
+  }
+}
+
 /**
  * Options of `LockClient.getSpinLock(name, options)`: how the waiter paces its attempts. Every time is in
  * milliseconds; the defaults are Redisson's `ExponentialBackOff` (1 ms, ×2, at most 128 ms). For
@@ -44,6 +51,7 @@ export class RSpinLock extends RLock {
   /** The backoff settings in use (defaults filled in). */
   readonly backoff: Readonly<Required<SpinLockOptions>>;
   protected override readonly kind = 'spin-lock';
+  protected override readonly metricKind = 'spin_lock';
 
   /** @internal Use `LockClient.getSpinLock(name, options)`. */
   constructor(core: Core, name: string, options?: SpinLockOptions) {
