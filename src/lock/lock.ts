@@ -1,4 +1,5 @@
 import { pause } from '../backoff.js';
+import { noteTaskHold, taskHolds } from '../task-holds.js';
 import { allLanded, detachedContext, landed, owningContext, recordAcquired, recordReleased, releasedRenewed, takeOff, type Hold, type LockContext, type Unsettled } from '../context.js';
 import type { Core } from '../core.js';
 import { ClientClosedError, IllegalMonitorStateError, InvalidArgumentError, LockAcquireTimeoutError, LockLostError, RedisUnavailableError } from '../errors.js';
@@ -275,8 +276,11 @@ export class RLock {
   async unlock(): Promise<void> {
     const ctx = this.context();
     if (ctx) return this.unlockAs(ctx);
-    const held = this.contextless.find((c) => !c.releasing);
-    if (!held) return this.unlockAs(detachedContext());
+    const own = taskHolds(this);
+    const held = own.length === 0 ? this.contextless.find((c) => !c.releasing) : this.contextless.find((c) => !c.releasing && own.includes(c.ctx));
+    // The caller's own acquisitions hold nothing any more (a lease ran out, a newer holder was granted): its
+    // unlock leaves the current holder alone and throws IllegalMonitorStateError.
+    if (!held) return this.unlockAs(own[0] ?? detachedContext());
     held.releasing = true;
     try {
       await this.unlockAs(held.ctx);
@@ -381,10 +385,13 @@ export class RLock {
    */
   protected async acquireForCaller(waitMs: number, leaseMs: number | undefined, signal: AbortSignal | undefined, owner?: LockContext): Promise<{ ctx: LockContext; grant: Grant } | undefined> {
     const ctx = owner ?? this.acquiringContext();
+    // A contextless call notes its owner in the caller's task, for that task's unlock() (see task-holds.ts).
+    const note = owner === undefined && ctx.detached ? noteTaskHold(this, ctx) : undefined;
     let grant: Grant | undefined;
     try {
       grant = await this.acquireAs(ctx, waitMs, leaseMs, signal);
     } finally {
+      if (note) note.done = true;
       if (!grant) this.abandonOwner(ctx);
     }
     return grant && { ctx, grant };

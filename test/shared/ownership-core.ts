@@ -137,6 +137,42 @@ export function ownershipCoreTests(topology: () => Topology): void {
       await expect(lock.unlock()).rejects.toBeInstanceOf(IllegalMonitorStateError);
     });
 
+    it("a task whose lease ran out and that unlocks late does not release the next task's hold (each task's unlock releases its own)", async () => {
+      const { client, redis } = topology();
+      const lock = client().getLock(uniqueName());
+      const other = client().getLock(lock.name);
+      let bIn!: () => void;
+      const bHolds = new Promise<void>((resolve) => (bIn = resolve));
+      const a = (async () => {
+        expect(await lock.tryLock(0, 150, 'ms')).toBe(true);
+        await bHolds;
+        return lock.unlock();
+      })();
+      const b = (async () => {
+        await waitUntil(async () => (await redis.exists(lock.key)) === 0, 2000, 10, "A's lease to run out");
+        expect(await lock.tryLock(0, 10, 'seconds')).toBe(true);
+        bIn();
+        await expect(a).rejects.toBeInstanceOf(IllegalMonitorStateError);
+        expect(await redis.exists(lock.key)).toBe(1);
+        expect(await other.tryLock()).toBe(false);
+        await lock.unlock();
+        expect(await redis.exists(lock.key)).toBe(0);
+      })();
+      await Promise.all([a.catch(() => undefined), b]);
+    });
+
+    it('a task that made no acquisition of the object releases its current contextless holder (a lock taken in one callback, released in another)', async () => {
+      const { client, redis } = topology();
+      const lock = client().getLock(uniqueName());
+      let taken!: () => void;
+      const held = new Promise<void>((resolve) => (taken = resolve));
+      setImmediate(() => void lock.tryLock(0, 10, 'seconds').then(() => taken()));
+      await held;
+      expect(await redis.exists(lock.key)).toBe(1);
+      await lock.unlock();
+      expect(await redis.exists(lock.key)).toBe(0);
+    });
+
     it("after the holder's key was deleted by someone else, unlock() releases the object's next contextless holder", async () => {
       const { client, redis } = topology();
       const lock = client().getLock(uniqueName());
