@@ -26,7 +26,8 @@ interface GroupHold {
  * acquisition algorithm (`take`), and the handle. Ownership is each member's own: the caller's context,
  * resolved once per call; outside any context the group object is a mutex, as `RLock`'s contextless
  * acquisitions: each call is a new owner on every member (so concurrent calls on one group object exclude
- * each other), and `unlock()` releases the members held by the object's current contextless holder.
+ * each other), and `unlock()` releases the members the calling task holds (or, when the task made no
+ * acquisition of the object, the members held by its current contextless holder).
  */
 export abstract class GroupLock {
   /** The member locks, in the order given. */
