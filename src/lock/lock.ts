@@ -282,9 +282,10 @@ export class RLock {
     if (ctx) return this.unlockAs(ctx);
     const own = taskHolds(this);
     const held = own.length === 0 ? this.contextless.find((c) => !c.releasing) : this.contextless.find((c) => !c.releasing && own.includes(c.ctx));
-    // The caller's own acquisitions hold nothing any more (a lease ran out, a newer holder was granted): its
-    // unlock leaves the current holder alone and throws IllegalMonitorStateError.
-    if (!held) return this.unlockAs(own[0] ?? detachedContext());
+    // No hold, or the task's own acquisitions hold nothing (yet, or any more: a lease ran out and another task
+    // was granted the lock): an owner that holds nothing leaves the current holder alone and throws
+    // IllegalMonitorStateError.
+    if (!held) return this.unlockAs(detachedContext());
     held.releasing = true;
     try {
       await this.unlockAs(held.ctx);
