@@ -69,6 +69,11 @@ export class HeldLocks {
     return this.get(key) !== undefined;
   }
 
+  /** True when the context holds no lock. */
+  isEmpty(): boolean {
+    return this.key === undefined && !this.more?.size;
+  }
+
   set(key: string, hold: Hold): void {
     if (this.key === undefined || this.key === key) {
       this.key = key;

@@ -556,4 +556,22 @@ export const CATALOGUE: readonly CatalogueEntry[] = [
     tests: ['test/clients/ioredis-traits.test.ts'],
     pattern: '^ioredis traits a channel subscribed while',
   },
+  {
+    id: 'task-own-unlock',
+    mechanism: "outside a context, a task's unlock() releases its own hold, never the next holder's (a late unlock after a lease ran out)",
+    file: 'src/lock/lock.ts',
+    find: '    const own = taskHolds(this);',
+    replace: '    const own: LockContext[] = [];',
+    tests: [CORE],
+    pattern: 'RLock: a task whose lease ran out and that unlocks late',
+  },
+  {
+    id: 'task-own-unlock-group',
+    mechanism: "outside a context, a task's unlock() of a multi-lock or RedLock releases its own members, never the next holder's",
+    file: 'src/multi-lock/group-lock.ts',
+    find: '    const own = currentContext() ? undefined : taskHolds(this);',
+    replace: '    const own = currentContext() ? undefined : [];',
+    tests: [CORE],
+    pattern: '(multi-lock|RedLock): a task whose lease ran out and that unlocks late',
+  },
 ];

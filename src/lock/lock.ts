@@ -1,4 +1,5 @@
 import { pause } from '../backoff.js';
+import { noteTaskHold, taskHolds } from '../task-holds.js';
 import { allLanded, detachedContext, landed, owningContext, recordAcquired, recordReleased, releasedRenewed, takeOff, type Hold, type LockContext, type Unsettled } from '../context.js';
 import type { Core } from '../core.js';
 import { ClientClosedError, IllegalMonitorStateError, InvalidArgumentError, LockAcquireTimeoutError, LockLostError, RedisUnavailableError } from '../errors.js';
@@ -158,10 +159,13 @@ export const LOCK_RENEWAL: RenewalKind = { script: RENEW, keysPerHold: 1 };
  * (hoisted to module scope, called from request handlers) still lets one task in at a time: each
  * acquisition is an owner of its own, never reentrant (the same object locked twice in a row waits for
  * itself, as any mutex; `tryLock(w)` then returns false after `w`), and waits behind the current holder.
- * `unlock()` outside a context releases this object's current contextless holder (for a read lock, one of
- * its contextless read holds, the oldest), whichever task calls it: a task whose hold was lost (its lease
- * ran out) and that unlocks late releases the next holder's hold. A handle from `acquire()` releases
- * exactly its own hold from anywhere. `getHoldCount()` and `isHeldByCurrentContext()` outside a context
+ * `unlock()` outside a context releases the hold the calling task acquired on this object (its async
+ * context remembers its own contextless acquisitions, see task-holds.ts): a task whose hold was lost (its
+ * lease ran out, another task got the lock) and that unlocks late gets `IllegalMonitorStateError` and
+ * leaves the next holder alone, as Redisson's owner-checked unlock. A task that made no acquisition of
+ * the object (a lock taken in one callback and released in another) releases the object's current
+ * contextless holder (for a read lock, its oldest contextless read hold). A handle from `acquire()`
+ * releases exactly its own hold from anywhere. `getHoldCount()` and `isHeldByCurrentContext()` outside a context
  * count this object's contextless holds still in Redis. Create lock objects with `LockClient.getLock(name)`;
  * each call returns a new object.
  */
@@ -282,8 +286,9 @@ export class RLock {
    * zero the lock is deleted and waiters are woken. The watchdog stops renewing at once, before Redis
    * answers. A retry after a lost reply replays the first answer (a guard on the hold count this client
    * knows; see `unlockSource`): one request, and no key but the lock's written, when nothing fails. Inside a context it
-   * releases the context's hold; outside any context, this object's current contextless holder's (see the
-   * class description). Throws `IllegalMonitorStateError` when the caller does not hold the lock
+   * releases the context's hold; outside any context, the calling task's own hold of this object, or when
+   * the task made no acquisition of it, this object's current contextless holder's (see the class
+   * description). Throws `IllegalMonitorStateError` when the caller does not hold the lock
    * (including after its lease expired: a new holder's lock is left alone; a hold renewed by the watchdog
    * that is found gone this way is also reported by `lockLost`), `RedisUnavailableError`,
    * `ClientClosedError`.
@@ -291,7 +296,11 @@ export class RLock {
   async unlock(): Promise<void> {
     const ctx = this.context();
     if (ctx) return this.unlockAs(ctx);
-    const held = this.contextless.find((c) => !c.releasing);
+    const own = taskHolds(this);
+    const held = own.length === 0 ? this.contextless.find((c) => !c.releasing) : this.contextless.find((c) => !c.releasing && own.includes(c.ctx));
+    // No hold, or the task's own acquisitions hold nothing (yet, or any more: a lease ran out and another task
+    // was granted the lock): an owner that holds nothing leaves the current holder alone and throws
+    // IllegalMonitorStateError.
     if (!held) return this.unlockAs(detachedContext());
     held.releasing = true;
     try {
@@ -397,10 +406,13 @@ export class RLock {
    */
   protected async acquireForCaller(waitMs: number, leaseMs: number | undefined, signal: AbortSignal | undefined, owner?: LockContext): Promise<{ ctx: LockContext; grant: Grant } | undefined> {
     const ctx = owner ?? this.acquiringContext();
+    // A contextless call notes its owner in the caller's task, for that task's unlock() (see task-holds.ts).
+    const note = owner === undefined && ctx.detached ? noteTaskHold(this, ctx) : undefined;
     let grant: Grant | undefined;
     try {
       grant = await this.acquireAs(ctx, waitMs, leaseMs, signal);
     } finally {
+      if (note) note.done = true;
       if (!grant) this.abandonOwner(ctx);
     }
     return grant && { ctx, grant };

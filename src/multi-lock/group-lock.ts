@@ -5,6 +5,7 @@ import { LockAcquireTimeoutError } from '../errors.js';
 import type { LockHandle } from '../lock/handle.js';
 import { memberSteps as steps, requireLockUnit, tryLockTimes, type AcquireOptions, type RLock } from '../lock/lock.js';
 import { checkOptions, leaseMillis, optionLease, optionWait, type TimeUnit } from '../time.js';
+import { noteTaskHold, taskHolds, type TaskHold } from '../task-holds.js';
 import { checkMembers, contextsOf, groupHandle, groupName, type Holding } from './members.js';
 
 declare module '../observe/kinds.js' {
@@ -34,7 +35,8 @@ interface GroupHold {
  * acquisition algorithm (`take`), and the handle. Ownership is each member's own: the caller's context,
  * resolved once per call; outside any context the group object is a mutex, as `RLock`'s contextless
  * acquisitions: each call is a new owner on every member (so concurrent calls on one group object exclude
- * each other), and `unlock()` releases the members held by the object's current contextless holder.
+ * each other), and `unlock()` releases the members the calling task holds (or, when the task made no
+ * acquisition of the object, the members held by its current contextless holder).
  */
 export abstract class GroupLock {
   /** The member locks, in the order given. */
@@ -74,7 +76,8 @@ export abstract class GroupLock {
   async lock(leaseTime?: number, unit?: TimeUnit): Promise<void> {
     const lease = leaseTime === undefined ? undefined : leaseMillis(leaseTime, requireLockUnit(unit));
     const ctxs = contextsOf(this.locks);
-    this.remember(ctxs, await this.takeAs(ctxs, Infinity, lease, undefined));
+    const note = this.note(ctxs);
+    this.remember(ctxs, await this.takeAs(ctxs, Infinity, lease, undefined).finally(() => note && (note.done = true)));
   }
 
   /**
@@ -89,7 +92,8 @@ export abstract class GroupLock {
   async tryLock(waitTime?: number, leaseOrUnit?: number | TimeUnit, unit?: TimeUnit): Promise<boolean> {
     const [wait, lease] = tryLockTimes(waitTime, leaseOrUnit, unit);
     const ctxs = contextsOf(this.locks);
-    const taken = await this.takeAs(ctxs, wait, lease, undefined);
+    const note = this.note(ctxs);
+    const taken = await this.takeAs(ctxs, wait, lease, undefined).finally(() => note && (note.done = true));
     this.remember(ctxs, taken);
     return taken !== undefined;
   }
@@ -129,11 +133,14 @@ export abstract class GroupLock {
 
   /**
    * Releases the caller's hold on the members (Redisson's `unlock()`): inside a context, one hold of the
-   * context on every member (`RLock.unlock()` of each); outside any context, the members held by this
-   * object's current contextless holder. See each class for how failures are reported.
+   * context on every member (`RLock.unlock()` of each); outside any context, the members held by the
+   * calling task's own `lock()`/`tryLock()` of this object, or, when the task made none, by this object's
+   * current contextless holder (as `RLock.unlock()`). A task whose hold was superseded (its lease ran out
+   * and another task took the group) releases nothing. See each class for how failures are reported.
    */
   async unlock(): Promise<void> {
-    const hold = currentContext() ? undefined : this.holder;
+    const own = currentContext() ? undefined : taskHolds(this);
+    const hold = own && (own.length === 0 || (this.holder && own.includes(this.holder.ctxs[0]))) ? this.holder : undefined;
     if (hold) this.holder = undefined;
     // Inside a context: that context on every member; outside, with no holder: new owners, which hold nothing.
     const ctxs = hold?.ctxs ?? contextsOf(this.locks);
@@ -143,6 +150,11 @@ export abstract class GroupLock {
 
   /** Waits for member releases and reports their failures (see each class). */
   protected abstract releaseAll(releases: Array<Promise<void>>): Promise<void>;
+
+  /** Notes a contextless call's owners in the calling task (see task-holds.ts); call before any await. */
+  private note(ctxs: readonly LockContext[]): TaskHold | undefined {
+    return ctxs[0].detached ? noteTaskHold(this, ctxs[0]) : undefined;
+  }
 
   /**
    * Records a contextless acquisition as this object's current holder. A grant to new owners means the

@@ -68,7 +68,7 @@ export class RMultiLock extends GroupLock {
 
   /**
    * Releases one hold of the caller on every member, in parallel (Redisson's `unlock()`; outside any
-   * context, this object's current contextless holder's: see `GroupLock`), and waits for all. Throws the
+   * context, the calling task's own hold of this object: see `GroupLock`), and waits for all. Throws the
    * first error after trying every member: `IllegalMonitorStateError` when a member was not held (never
    * acquired, or its lease expired), `RedisUnavailableError`, `ClientClosedError`.
    */

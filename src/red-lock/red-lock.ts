@@ -90,7 +90,7 @@ export class RRedLock extends GroupLock {
 
   /**
    * Releases one hold of the caller on every node (Redisson's `RedissonRedLock.unlock()`; outside any
-   * context, on the nodes this object's current contextless holder holds: see `GroupLock`), in parallel,
+   * context, on the nodes the calling task holds: see `GroupLock`), in parallel,
    * ignoring individual failures (a node that is down, a member that was never granted or has expired).
    * Waits at most 1 s for nodes that do not answer (their release goes on in the background). Throws
    * `IllegalMonitorStateError` only when every node answered that the caller held nothing.

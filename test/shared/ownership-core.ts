@@ -137,6 +137,45 @@ export function ownershipCoreTests(topology: () => Topology): void {
       await expect(lock.unlock()).rejects.toBeInstanceOf(IllegalMonitorStateError);
     });
 
+    for (const [kind, make] of KINDS) {
+      it(`${kind}: a task whose lease ran out and that unlocks late does not release the next task's hold (each task's unlock releases its own)`, async () => {
+        const t = topology();
+        const name = uniqueName();
+        const lock = make(t.client(), name, t);
+        const other = make(t.client(), name, t);
+        let bIn!: () => void;
+        const bHolds = new Promise<void>((resolve) => (bIn = resolve));
+        const a = (async () => {
+          expect(await lock.tryLock(0, 0.15, 'seconds')).toBe(true);
+          await bHolds;
+          return lock.unlock();
+        })();
+        const b = (async () => {
+          await sleep(1); // B's call starts after A's, in a task of its own
+          expect(await lock.tryLock(5, 10, 'seconds')).toBe(true); // granted once A's lease ran out
+          bIn();
+          await expect(a).rejects.toBeInstanceOf(IllegalMonitorStateError);
+          expect(await other.tryLock(0, 10, 'seconds')).toBe(false);
+          await lock.unlock();
+          expect(await other.tryLock(0, 10, 'seconds')).toBe(true);
+          await other.unlock();
+        })();
+        await Promise.all([a.catch(() => undefined), b]);
+      });
+    }
+
+    it('a task that made no acquisition of the object releases its current contextless holder (a lock taken in one callback, released in another)', async () => {
+      const { client, redis } = topology();
+      const lock = client().getLock(uniqueName());
+      let taken!: () => void;
+      const held = new Promise<void>((resolve) => (taken = resolve));
+      setImmediate(() => void lock.tryLock(0, 10, 'seconds').then(() => taken()));
+      await held;
+      expect(await redis.exists(lock.key)).toBe(1);
+      await lock.unlock();
+      expect(await redis.exists(lock.key)).toBe(0);
+    });
+
     it("after the holder's key was deleted by someone else, unlock() releases the object's next contextless holder", async () => {
       const { client, redis } = topology();
       const lock = client().getLock(uniqueName());
