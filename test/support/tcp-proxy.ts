@@ -49,6 +49,16 @@ interface Loss {
   readonly done: () => void;
 }
 
+/**
+ * A TCP reset of `socket`, or a plain close once its own end is under way: Node cannot reset a socket that
+ * is shutting down (its `resetAndDestroy()` emits `reset EINVAL` and never closes the handle, which then
+ * keeps the process alive: issue 17). A socket still connecting is reset once it connects.
+ */
+function reset(socket: Socket): void {
+  if (socket.writableEnded) socket.destroy();
+  else socket.resetAndDestroy();
+}
+
 export async function startProxy(targetHost: string, targetPort: number): Promise<TcpProxy> {
   const sockets = new Set<Socket>();
   let loss: Loss | undefined;
@@ -62,7 +72,7 @@ export async function startProxy(targetHost: string, targetPort: number): Promis
       return repliesLost;
     },
     resetAll: () => {
-      for (const socket of sockets) socket.resetAndDestroy();
+      for (const socket of sockets) reset(socket);
       sockets.clear();
     },
     loseReply: (rule) =>
@@ -86,7 +96,7 @@ export async function startProxy(targetHost: string, targetPort: number): Promis
   };
   const server: Server = createServer({ noDelay: true }, (client) => {
     if (performance.now() < refuseUntil) {
-      client.resetAndDestroy();
+      reset(client);
       return;
     }
     const upstream = new Socket();
@@ -125,7 +135,7 @@ export async function startProxy(targetHost: string, targetPort: number): Promis
       }
       repliesLost++;
       if (armed.rule.refuseMs) refuseUntil = performance.now() + armed.rule.refuseMs;
-      client.resetAndDestroy();
+      reset(client);
       drop();
       armed.done();
     });
