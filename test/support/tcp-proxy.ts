@@ -38,6 +38,8 @@ export interface TcpProxy {
    * stays armed (for the client's `EVAL`, or its next attempt). Resolves once a reply was dropped.
    */
   loseReply(rule: LossRule): Promise<void>;
+  /** Called with every request chunk a client sends (blackholed or not), for tests that watch what goes to Redis; none by default. */
+  onRequest: ((request: Buffer) => void) | undefined;
   /** Disarms a `loseReply` that found no request yet (its promise never resolves). */
   disarm(): void;
   close(): Promise<void>;
@@ -68,6 +70,7 @@ export async function startProxy(targetHost: string, targetPort: number): Promis
     port: 0,
     mode: 'pass',
     latencyMs: 0,
+    onRequest: undefined,
     get repliesLost() {
       return repliesLost;
     },
@@ -115,6 +118,7 @@ export async function startProxy(targetHost: string, targetPort: number): Promis
     upstream.on('error', drop).on('close', drop);
     upstream.connect(targetPort, targetHost);
     client.on('data', (chunk: Buffer) => {
+      proxy.onRequest?.(chunk);
       if (loss && proxy.mode !== 'blackhole' && loss.matches(chunk)) {
         dropping = loss;
         loss = undefined;
