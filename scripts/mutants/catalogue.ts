@@ -272,6 +272,14 @@ export const CATALOGUE: readonly CatalogueEntry[] = [
     quick: true,
   },
   {
+    id: 'renewal-owner-model',
+    mechanism: 'renewal checks the owner, not only that the key exists (found by the model-based test)',
+    file: 'src/lock/scripts.ts',
+    find: "if redis.pcall('hexists', lock, owner) == 1 then",
+    replace: "if redis.pcall('exists', lock) == 1 then",
+    tests: ['test/model/lock-model.test.ts'],
+  },
+  {
     id: 'cross-kind-hash-model',
     mechanism: 'a hash lock refuses a name held by another kind (found by the model-based test)',
     file: 'src/lock/scripts.ts',

@@ -34,7 +34,17 @@ function ioredisLike(name: string, Redis: typeof IoRedis, Cluster: typeof IoClus
     client.on('error', () => {});
     if (client.status !== 'ready') await new Promise((resolve) => client.once('ready', resolve));
     // disconnect(), not quit(): the server may be gone already, and a quit would wait for a reconnect.
-    return { client, close: async () => client.disconnect() };
+    // A connected client resolves at 'end': ioredis closes the socket after the server's answer to its FIN
+    // (or destroys it after `disconnectTimeout`, 2 s), and until then its timer would outlive the file
+    // (issue 17). One that is not connected (reconnecting to a server that is gone) has no socket to wait
+    // for, and emits no 'end'.
+    const close = (): Promise<void> =>
+      new Promise((resolve) => {
+        if (client.status === 'ready') client.once('end', () => resolve());
+        else resolve();
+        client.disconnect();
+      });
+    return { client, close };
   };
   return {
     name,

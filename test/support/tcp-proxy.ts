@@ -38,6 +38,8 @@ export interface TcpProxy {
    * stays armed (for the client's `EVAL`, or its next attempt). Resolves once a reply was dropped.
    */
   loseReply(rule: LossRule): Promise<void>;
+  /** Called with every request chunk a client sends (blackholed or not), for tests that watch what goes to Redis; none by default. */
+  onRequest: ((request: Buffer) => void) | undefined;
   /** Disarms a `loseReply` that found no request yet (its promise never resolves). */
   disarm(): void;
   close(): Promise<void>;
@@ -49,6 +51,16 @@ interface Loss {
   readonly done: () => void;
 }
 
+/**
+ * A TCP reset of `socket`, or a plain close once its own end is under way: Node cannot reset a socket that
+ * is shutting down (its `resetAndDestroy()` emits `reset EINVAL` and never closes the handle, which then
+ * keeps the process alive: issue 17). A socket still connecting is reset once it connects.
+ */
+function reset(socket: Socket): void {
+  if (socket.writableEnded) socket.destroy();
+  else socket.resetAndDestroy();
+}
+
 export async function startProxy(targetHost: string, targetPort: number): Promise<TcpProxy> {
   const sockets = new Set<Socket>();
   let loss: Loss | undefined;
@@ -58,11 +70,12 @@ export async function startProxy(targetHost: string, targetPort: number): Promis
     port: 0,
     mode: 'pass',
     latencyMs: 0,
+    onRequest: undefined,
     get repliesLost() {
       return repliesLost;
     },
     resetAll: () => {
-      for (const socket of sockets) socket.resetAndDestroy();
+      for (const socket of sockets) reset(socket);
       sockets.clear();
     },
     loseReply: (rule) =>
@@ -86,7 +99,7 @@ export async function startProxy(targetHost: string, targetPort: number): Promis
   };
   const server: Server = createServer({ noDelay: true }, (client) => {
     if (performance.now() < refuseUntil) {
-      client.resetAndDestroy();
+      reset(client);
       return;
     }
     const upstream = new Socket();
@@ -105,6 +118,7 @@ export async function startProxy(targetHost: string, targetPort: number): Promis
     upstream.on('error', drop).on('close', drop);
     upstream.connect(targetPort, targetHost);
     client.on('data', (chunk: Buffer) => {
+      proxy.onRequest?.(chunk);
       if (loss && proxy.mode !== 'blackhole' && loss.matches(chunk)) {
         dropping = loss;
         loss = undefined;
@@ -125,7 +139,7 @@ export async function startProxy(targetHost: string, targetPort: number): Promis
       }
       repliesLost++;
       if (armed.rule.refuseMs) refuseUntil = performance.now() + armed.rule.refuseMs;
-      client.resetAndDestroy();
+      reset(client);
       drop();
       armed.done();
     });
