@@ -73,7 +73,8 @@ const HINT = 'pass an ioredis (v5) or iovalkey `Redis` or `Cluster` ("new Redis(
  * - `enableAutoPipelining`: relock's commands go through `call`, so they join the automatic pipelines of
  *   the connection they are sent on (the duplicate inherits the option; measured in scripts/bench/).
  * - `autoResubscribe`: relock's subscriber is its own connection (`duplicate()` with `autoResubscribe`
- *   on), so your setting does not affect it; after every reconnect relock also wakes its waiters, since
+ *   and `autoResendUnfulfilledCommands` on: an UNSUBSCRIBE cut in flight is sent again after the
+ *   re-subscription), so your settings do not affect it; after every reconnect relock also wakes its waiters, since
  *   messages may have been lost. ioredis re-subscribes only what was subscribed on a connection that
  *   became ready, and writes a SUBSCRIBE made during its handshake before its ready check (which then
  *   fails): relock sends its pub/sub commands only once the subscriber is ready (`Subscriber.ready`).
