@@ -57,6 +57,27 @@ export async function restartRedis(ctx: RunContext, downMs: number): Promise<voi
 }
 
 /** SIGSTOP redis-server for `ms`, then SIGCONT. */
+/**
+ * Redis killed and restarted at once without persistence while holder `w` is stopped (SIGSTOP); `w` runs
+ * again once another worker entered on the empty server, or after `maxPauseMs` (keep it under a watchdog
+ * interval: a longer stop is a stall, which excuses overlaps). The holder's first renewal after the
+ * restart then comes after the second grant, for certain: a renewal that does not check its owner would
+ * renew the new holder's lock. Records the restart and the pause (no recovery time of its own); resolves
+ * with whether the other worker entered first.
+ */
+export async function restartBehindHolder(ctx: RunContext, w: string, maxPauseMs: number): Promise<boolean> {
+  const worker = ctx.worker(w);
+  const sec = heldBy(ctx, w);
+  worker.signal('SIGSTOP');
+  const t0 = now();
+  const entered = ctx.nextEnter(maxPauseMs, (e) => e.w !== w).then(() => true, () => false);
+  await restartRedis(ctx, 0);
+  const first = await entered;
+  worker.signal('SIGCONT');
+  ctx.record({ kind: 'pause', t0, t1: now(), w, sec, detail: { maxPauseMs, otherEnteredFirst: first }, recovery: false });
+  return first;
+}
+
 export async function pauseRedis(ctx: RunContext, ms: number): Promise<void> {
   ctx.redis.pause();
   const t0 = now();

@@ -134,6 +134,15 @@ export const CATALOGUE: readonly CatalogueEntry[] = [
     pattern: '^channels closing ends the linger',
   },
   {
+    id: 'unsubscribe-owed',
+    mechanism: 'an UNSUBSCRIBE that failed (connection cut with it in flight) is sent again after the reconnect, where node-redis subscribes the channel again (no subscription left behind)',
+    file: 'src/pubsub/channels.ts',
+    find: '      for (const channel of [...this.owed]) this.settle(channel);',
+    replace: '',
+    tests: ['test/pubsub/unsubscribe-cut.test.ts'],
+    pattern: '^an UNSUBSCRIBE cut by a connection drop node-redis: the channel is not subscribed again',
+  },
+  {
     id: 'rw-unlock-guard-retry',
     mechanism: "a retried read-write unlock whose first attempt released the hold answers as that attempt did (the guard, no latch)",
     file: 'src/read-write-lock/scripts.ts',

@@ -17,12 +17,20 @@ export const LINGER_MS = 250;
  * after the last one left unless a waiter came back meanwhile. Subscribe and unsubscribe of one channel
  * are serialized. After the subscriber connection comes back from a disconnect (node-redis resubscribes by
  * itself), every waiter is woken to retry, because messages published meanwhile were lost.
+ *
+ * An UNSUBSCRIBE that fails for good (the connection dropped with it in flight, or Redis refused it past
+ * the retries) is owed: node-redis keeps a channel whose UNSUBSCRIBE failed and subscribes it again when
+ * its connection comes back, so relock sends the UNSUBSCRIBE again after every reconnect until one
+ * succeeds (`owedCount`). Without that, a channel nobody waits on stayed subscribed for the connection's
+ * lifetime.
  */
 export class Channels {
   private readonly channels = new Map<string, Channel>();
   private readonly closing = new Map<string, Promise<void>>();
   /** Channels without waiters, each with the timer that unsubscribes it when no waiter came back. */
   private readonly lingering = new Map<string, NodeJS.Timeout>();
+  /** Channels dropped whose UNSUBSCRIBE failed: sent again after the next reconnect (see the class comment). */
+  private readonly owed = new Set<Channel>();
   private closed = false;
 
   constructor(
@@ -30,8 +38,9 @@ export class Channels {
     private readonly log: Logger,
   ) {
     connection.onReconnected(() => {
-      this.log.debug({ channels: this.channels.size }, 'reconnected: waking the first waiter of every channel');
+      this.log.debug({ channels: this.channels.size, owed: this.owed.size }, 'reconnected: waking the first waiter of every channel');
       for (const channel of this.channels.values()) channel.wakeAfterReconnect();
+      for (const channel of [...this.owed]) this.settle(channel);
     });
   }
 
@@ -54,6 +63,14 @@ export class Channels {
   /** Number of channels subscribed without waiters, kept for `LINGER_MS` (for tests and diagnostics). */
   get lingeringCount(): number {
     return this.lingering.size;
+  }
+
+  /**
+   * Number of channels left by every waiter whose UNSUBSCRIBE failed and is sent again after the next
+   * reconnect (for tests and diagnostics).
+   */
+  get owedCount(): number {
+    return this.owed.size;
   }
 
   /**
@@ -109,9 +126,33 @@ export class Channels {
     this.lingering.delete(name);
     if (this.channels.get(name) !== channel) return;
     this.channels.delete(name);
-    const done = channel.ready
-      .then((subscribed) => (subscribed ? this.unsubscribe(name, channel.listener) : undefined))
-      .catch((error: unknown) => this.log.debug({ channel: name, err: error }, 'unsubscribe failed'))
+    this.serialize(name, channel.ready.then((subscribed) => (subscribed ? this.unsubscribe(name, channel.listener) : undefined)), channel);
+  }
+
+  /**
+   * Sends an owed UNSUBSCRIBE again, after what is under way on its channel: an UNSUBSCRIBE, or the
+   * SUBSCRIBE of a waiter that joined the channel again (the client then only forgets the old listener
+   * and sends nothing, so the new subscription stays). Owed again if it fails.
+   */
+  private settle(channel: Channel): void {
+    this.owed.delete(channel);
+    const previous = this.channels.get(channel.name)?.ready ?? this.closing.get(channel.name) ?? Promise.resolve();
+    this.serialize(channel.name, previous.then(() => this.connection.unsubscribe(channel.name, channel.listener)), channel);
+  }
+
+  /**
+   * Records `unsubscribing` (the UNSUBSCRIBE of `channel`) as what `name`'s next SUBSCRIBE waits for;
+   * when it fails, the UNSUBSCRIBE is owed (unless the client is closing, which drops the connection).
+   */
+  private serialize(name: string, unsubscribing: Promise<unknown>, channel: Channel): void {
+    const done = unsubscribing
+      .then(
+        () => undefined,
+        (error: unknown) => {
+          this.log.debug({ channel: name, err: error }, 'unsubscribe failed: sent again after the next reconnect');
+          if (!this.closed) this.owed.add(channel);
+        },
+      )
       .finally(() => {
         if (this.closing.get(name) === done) this.closing.delete(name);
       });
@@ -150,6 +191,8 @@ export class Channels {
       channel.wake(Infinity);
       this.drop(channel);
     }
+    // One last try for the owed ones: a user's cluster or Sentinel client stays open after shutdown.
+    for (const owedChannel of [...this.owed]) this.settle(owedChannel);
     await Promise.all([...this.closing.values()]);
   }
 }

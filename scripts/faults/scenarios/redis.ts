@@ -1,5 +1,5 @@
 /** Faults of Redis itself: restarted empty, stalled by a script, paused by a client, stopped, a key expired early. */
-import { busyScript, clientPause, expireEarly, pauseRedis, restartRedis } from '../nemesis.js';
+import { busyScript, clientPause, expireEarly, pauseRedis, restartBehindHolder, restartRedis } from '../nemesis.js';
 import type { Scenario, Setup } from '../scenario.js';
 import { LEASE_MS, repeat } from './common.js';
 
@@ -7,6 +7,10 @@ import { LEASE_MS, repeat } from './common.js';
 const setup = (): Setup => ({ workers: 3, leaseMs: LEASE_MS, workMs: [500, 900] });
 /** Sections longer than a lease plus a watchdog interval: a stalled holder is still inside when its lease ends. */
 const longSections = (): Setup => ({ workers: 3, leaseMs: LEASE_MS, workMs: [1000, 1400] });
+
+/** redis-restart-stale-renewal: its lease (watchdog interval 1500 ms) and the longest stop of the holder. */
+const STALE_LEASE_MS = 4500;
+const STALE_PAUSE_MS = 1300;
 
 export const redisScenarios: Scenario[] = [
   {
@@ -19,6 +23,22 @@ export const redisScenarios: Scenario[] = [
     // Warm-up: the fence counter must be past the few grants a waiter gets before the holder is told,
     // or the restarted counter hands out the holder's own token again (see staleWritesAcceptedTokenReuse).
     nemesis: (ctx) => repeat(ctx, ctx.quick ? 2 : 10, () => restartRedis(ctx, 0), { warmup: 3 }),
+  },
+  {
+    name: 'redis-restart-stale-renewal',
+    title: `Redis restarted without persistence while the holder is stopped (SIGSTOP, at most ${STALE_PAUSE_MS} ms, under a watchdog interval); it runs again once another worker entered on the empty server, so its next renewal comes after that grant`,
+    expect: "the holder's renewal finds its hold gone (a renewal checks the owner, so it never renews the new holder's lock) and the holder is told; the overlap with the new holder is excused by the restart, up to one loss-detection bound after Redis was back. " +
+      'The proof of the exclusion checker (--prove) runs here: with the owner check removed the stale holder renews the new lock and is never told',
+    excuses: ['redis-restarted'],
+    // A lease long enough that the stop ends before the holder's deadline and stays under a watchdog interval
+    // (not a stall); sections long enough that a holder never told overlaps well past the restart's window.
+    setup: () => ({ workers: 3, leaseMs: STALE_LEASE_MS, workMs: [3000, 3400] }),
+    async nemesis(ctx) {
+      let first = 0;
+      const runs = await repeat(ctx, ctx.quick ? 1 : 5, async (h) => void (first += (await restartBehindHolder(ctx, h.w, STALE_PAUSE_MS)) ? 1 : 0), { warmup: 3 });
+      ctx.figures.secondGrantBeforeStaleRenewal = first;
+      return runs;
+    },
   },
   {
     name: 'redis-restart-delayed',

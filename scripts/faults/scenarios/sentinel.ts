@@ -17,6 +17,7 @@ import { randomBytes } from 'node:crypto';
 import { createLockClient, LockHandle, NoSyncedReplicasError, type LockClient, type LockClientOptions } from '../../../src/index.js';
 import { waitUntil } from '../../../test/support/helpers.js';
 import { startSentinel, type SentinelSetup } from '../../../test/support/sentinel.js';
+import { detectionBoundMs } from '../checkers/causes.js';
 import { now } from '../history.js';
 import { onCleanup } from '../processes.js';
 import type { ScenarioResult } from '../result.js';
@@ -29,6 +30,14 @@ const LEASE_MS = 10_000;
 const SYNC_TIMEOUT_MS = 1000;
 /** How long B waits for the lock on the promoted replica. */
 const B_WAIT_MS = 10_000;
+/**
+ * The bound on A's loss detection, from the promotion (Sentinel reports the replica as the primary, which
+ * it does once it switched, when it also tells its clients with `+switch-master`): A's Sentinel client
+ * moves its connection to the new primary (the reconnect allowance of a restart: test/support/sentinel.ts
+ * reconnects within 200 ms, and the promotion is polled every 100 ms), then A's next renewal there finds
+ * the key gone, within one watchdog interval plus the usual slack (`detectionBoundMs`, as after a restart).
+ */
+const LOSS_DETECTION_BOUND_MS = detectionBoundMs(LEASE_MS, true);
 
 /** What one run saw. Times in ms. */
 interface Outcome {
@@ -136,6 +145,8 @@ function summarize(result: ScenarioResult, outcomes: readonly Outcome[]): void {
   const unexpected = withSync.filter((o) => o.doubleGrant);
   const recoveries = values(outcomes, (o) => o.recoveryMs);
   const told = values(outcomes, (o) => o.toldMs);
+  // A holder (A granted) told later than the bound after the promotion, or never told, is a late detection.
+  const late = outcomes.filter((o) => o.a === 'granted' && (o.toldMs === undefined || o.toldMs > LOSS_DETECTION_BOUND_MS)).length;
   Object.assign(result, {
     runs: outcomes.length,
     faultsInjected: 2 * outcomes.length, // the replication cut and the primary's kill
@@ -154,6 +165,8 @@ function summarize(result: ScenarioResult, outcomes: readonly Outcome[]): void {
     losses: told.length,
     lossDetectionMs: quantile(told, 0.5),
     lossDetectionMaxMs: max(told),
+    lossDetectionBoundMs: LOSS_DETECTION_BOUND_MS,
+    lateDetections: late,
     leaks: outcomes.reduce((n, o) => n + o.leaks, 0),
   } satisfies Partial<ScenarioResult>);
   result.acquireErrors = {};
@@ -179,7 +192,8 @@ export const sentinelFailover: InProcessScenario = {
     `without and with syncReplicas (timeout ${SYNC_TIMEOUT_MS} ms)`,
   expect:
     'without syncReplicas a double grant per run unless A was told first (cause unreplicated-failover: the grant never reached the replica), lasting until A\'s client sees the failover and A is told ' +
-    '(loss detection: from the promotion to A being told); with syncReplicas none (A\'s acquire fails with NoSyncedReplicasError and leaves no key), any is unexpected. ' +
+    `(loss detection: from the promotion to A being told, at most ${LOSS_DETECTION_BOUND_MS} ms: A's client reconnects to the new primary, then its next renewal finds the key gone); ` +
+    'with syncReplicas none (A\'s acquire fails with NoSyncedReplicasError and leaves no key), any is unexpected. ' +
     'Recovery: from the kill to B\'s grant',
   async runInProcess(quick, result, progress) {
     result.leaseMs = LEASE_MS;

@@ -73,7 +73,8 @@ const HINT = 'pass an ioredis (v5) or iovalkey `Redis` or `Cluster` ("new Redis(
  * - `enableAutoPipelining`: relock's commands go through `call`, so they join the automatic pipelines of
  *   the connection they are sent on (the duplicate inherits the option; measured in scripts/bench/).
  * - `autoResubscribe`: relock's subscriber is its own connection (`duplicate()` with `autoResubscribe`
- *   on), so your setting does not affect it; after every reconnect relock also wakes its waiters, since
+ *   and `autoResendUnfulfilledCommands` on: an UNSUBSCRIBE cut in flight is sent again after the
+ *   re-subscription), so your settings do not affect it; after every reconnect relock also wakes its waiters, since
  *   messages may have been lost. ioredis re-subscribes only what was subscribed on a connection that
  *   became ready, and writes a SUBSCRIBE made during its handshake before its ready check (which then
  *   fails): relock sends its pub/sub commands only once the subscriber is ready (`Subscriber.ready`).
@@ -120,7 +121,10 @@ interface Subscriber {
 
 function subscriberOf(node: IoRedis, onError: ErrorSink, reconnected: Notifier): Subscriber {
   return outsideContexts(() => {
-    const client = node.duplicate({ lazyConnect: true, enableOfflineQueue: true, autoResubscribe: true, keyPrefix: '' });
+    // `autoResendUnfulfilledCommands`: an (UN)SUBSCRIBE in flight when the connection drops is sent again
+    // after ioredis's re-subscription (pub/sub commands may run twice); off, its promise would never settle
+    // while ioredis subscribes the channel again.
+    const client = node.duplicate({ lazyConnect: true, enableOfflineQueue: true, autoResubscribe: true, autoResendUnfulfilledCommands: true, keyPrefix: '' });
     client.on('error', (e) => onError(e, 'subscriber'));
     client.on('ready', reconnected.afterFirst(false));
     client.connect().catch(() => {});
@@ -196,6 +200,23 @@ class Listeners {
 }
 
 /**
+ * After an (S)UNSUBSCRIBE of `channel` failed (Redis refused it: BUSY, LOADING): ioredis still has the
+ * channel subscribed and subscribes it again after a reconnect, so `listener` is put back (unless a new
+ * one came meanwhile, which keeps the subscription anyway; `also` then restores what else goes with it) and
+ * `error` rethrown: the caller's retry of
+ * `unsubscribe(channel, listener)` then sends it again (see `Channels`).
+ */
+function restoreListener(listeners: Listeners): (channel: string, listener: MessageListener, error: unknown, also?: () => void) => never {
+  return (channel, listener, error, also) => {
+    if (!listeners.has(channel)) {
+      listeners.add(channel, listener);
+      also?.();
+    }
+    throw error;
+  };
+}
+
+/**
  * The connection relock sends through: your client when re-sending is off on it and it has no
  * `keyPrefix`, else one `duplicate()` of it with those changed (see `ioredis`). `safe` says whether the
  * client is already so configured; `unprefixed` makes the duplicate.
@@ -234,6 +255,7 @@ function standaloneConnection(client: IoRedis, onError: ErrorSink, ownsClient = 
   const onCommandReady = reconnected.afterFirst(commands.status === 'ready');
   commands.on('ready', onCommandReady);
   const listeners = new Listeners();
+  const restore = restoreListener(listeners);
   let subscriber: Subscriber | undefined;
   let closed = false;
   const getSubscriber = (): Subscriber => {
@@ -262,7 +284,7 @@ function standaloneConnection(client: IoRedis, onError: ErrorSink, ownsClient = 
       if (!listeners.remove(channel, listener) || !subscriber) return;
       const sub = subscriber;
       await sub.ready();
-      if (sub.client.status !== 'end') await sub.client.unsubscribe(channel);
+      if (sub.client.status !== 'end') await sub.client.unsubscribe(channel).catch((error: unknown) => restore(channel, listener, error));
     },
     onReconnected: reconnected.add,
     async close() {
@@ -288,6 +310,7 @@ function clusterConnection(cluster: IoCluster, onError: ErrorSink): Connection {
   );
   const reconnected = new Notifier();
   const listeners = new Listeners();
+  const restore = restoreListener(listeners);
   /** Primary `host:port` → relock's sharded subscriber on it; channel → the primary it is subscribed on. */
   const subscribers = new Map<string, Subscriber>();
   const homes = new Map<string, string>();
@@ -357,9 +380,10 @@ function clusterConnection(cluster: IoCluster, onError: ErrorSink): Connection {
     },
     async unsubscribe(channel, listener) {
       if (!listeners.remove(channel, listener)) return;
-      const sub = subscribers.get(homes.get(channel) ?? '');
+      const home = homes.get(channel);
       homes.delete(channel);
-      if (sub) await leave(sub, channel);
+      const sub = subscribers.get(home ?? '');
+      if (sub) await leave(sub, channel).catch((error: unknown) => restore(channel, listener, error, () => homes.set(channel, home!)));
     },
     onReconnected: reconnected.add,
     async close() {
