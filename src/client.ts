@@ -375,7 +375,8 @@ export class LockClient extends EventEmitter<LockClientEvents> {
    * `ClientClosedError`), unsubscribes, deletes pending unlock latches, and closes the connections relock
    * created; a client passed as `redis` stays open: close it after this promise resolves. Later calls on
    * this client's objects (releases included) throw `ClientClosedError`. Idempotent: every call returns the
-   * same promise, and holds are told once. Does not throw.
+   * same promise, and holds are told once. Does not throw, and does not wait for an unreachable Redis: the
+   * unsubscribes are waited for at most `responseTimeout`.
    */
   shutdown(): Promise<void> {
     this.shutdownPromise ??= (async () => {
@@ -383,7 +384,7 @@ export class LockClient extends EventEmitter<LockClientEvents> {
       this.closing.abort(new ClientClosedError());
       const { watchdog, channels, latches, connection, executor } = this.core;
       watchdog.stop();
-      await channels.close();
+      await channels.close(executor.responseTimeout);
       await latches.flush();
       await connection.close();
       executor.close();
