@@ -137,3 +137,26 @@ function checkNumber(value: unknown, argument: string): number {
 
 /** Monotonic milliseconds (`performance.now()`): every deadline in relock uses this clock, never `Date.now()`. */
 export const monotonic = (): number => performance.now();
+
+/** The longest delay `setTimeout` honours (ms, 2^31 − 1, about 24.8 days); Node fires a longer one after 1 ms. */
+export const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/**
+ * `setTimeout(fn, ms)` for any delay, including ones longer than `MAX_TIMER_MS` (a 30-day lease) and
+ * `Infinity` (never fires): a longer delay runs in equal steps of at most `MAX_TIMER_MS`, each restarting
+ * the same timer (`refresh()`), so the returned handle works with `clearTimeout` and `unref()` as usual.
+ * Measured on `monotonic()`; the last step fires when less than half a step is left (a timer may fire a
+ * millisecond early), so a long delay may end up to a few ms early. A negative or NaN `ms` counts as 0.
+ * Not bound to the caller's lock context only if the caller creates it outside (`outsideContexts`).
+ */
+export function setLongTimeout(fn: () => void, ms: number): NodeJS.Timeout {
+  const delay = ms > 0 ? ms : 0;
+  if (delay <= MAX_TIMER_MS) return setTimeout(fn, delay);
+  const step = Number.isFinite(delay) ? delay / Math.ceil(delay / MAX_TIMER_MS) : MAX_TIMER_MS;
+  const due = monotonic() + delay;
+  const timer = setTimeout(() => {
+    if (due - monotonic() > step / 2) timer.refresh();
+    else fn();
+  }, step);
+  return timer;
+}

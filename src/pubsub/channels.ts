@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import type { Connection, MessageListener } from '../redis/connection.js';
 import { classify } from '../redis/failures.js';
 import { outsideContexts } from '../context.js';
+import { setLongTimeout } from '../time.js';
 import { Channel, type WakeRule } from './channel.js';
 
 /**
@@ -160,7 +161,7 @@ export class Channels {
 function withTimeout(promise: Promise<unknown>, ms: number): Promise<unknown> {
   if (!Number.isFinite(ms)) return promise;
   return new Promise<void>((resolve) => {
-    const timer = outsideContexts(() => setTimeout(resolve, Math.max(0, ms)));
+    const timer = outsideContexts(() => setLongTimeout(resolve, ms));
     void promise.then(() => {
       clearTimeout(timer);
       resolve();
