@@ -29,21 +29,36 @@ export function requireUnit(unit: TimeUnit | undefined, example: string): TimeUn
   return unit;
 }
 
+/**
+ * Throws `InvalidArgumentError` when `value`, the first argument of a method that takes positional times
+ * (`tryLock`, `lock`, `tryAcquire`), is an object: an options object belongs to `instead` (`acquire(options)`),
+ * and without this check it would be reported as a missing time unit. `call` names the method with an
+ * example of its positional form.
+ */
+export function refuseOptionsObject(value: unknown, argument: string, call: string, instead: string): void {
+  if (typeof value === 'object' && value !== null) {
+    throw new InvalidArgumentError(argument, `got an object, but ${call.slice(0, call.indexOf('('))} takes positional arguments, e.g. ${call}; for options ({ waitMs, leaseMs, signal, … }) use ${instead}`);
+  }
+}
+
 /** The longest lease in milliseconds: the largest integer a script argument carries exactly (`PEXPIRE` takes integers). */
 export const MAX_LEASE_MS = Number.MAX_SAFE_INTEGER;
 
 /**
- * A lease time in whole milliseconds (rounded up, so sub-millisecond leases stay positive), or
- * `undefined` for "no lease: the watchdog keeps the lock" when `value` is `-1` or omitted, as in
- * Redisson where a non-positive lease means watchdog. Other non-positive or non-finite values, and
- * leases over `MAX_LEASE_MS`, throw `InvalidArgumentError`.
+ * A lease time in whole milliseconds (rounded up: 1.5 ms is 2 ms), or `undefined` for "no lease: the
+ * watchdog keeps the lock" when `value` is `-1` or omitted, as in Redisson where a non-positive lease
+ * means watchdog. Other non-positive or non-finite values, leases under 1 ms (a hold that would be gone
+ * before its caller heard of it: surely a unit mistake), and leases over `MAX_LEASE_MS`, throw
+ * `InvalidArgumentError`.
  */
 export function leaseMillis(value: number | undefined, unit: TimeUnit | undefined, argument = 'leaseTime'): number | undefined {
   if (value === undefined || value === -1) return undefined;
-  const ms = Math.ceil(checkNumber(value, argument) * unitFactor(unit));
+  const exact = checkNumber(value, argument) * unitFactor(unit);
+  const ms = Math.ceil(exact);
   if (!(ms > 0) || !Number.isFinite(ms)) {
     throw new InvalidArgumentError(argument, `must be a positive, finite time or -1 for "renewed by the watchdog"; got ${value}`);
   }
+  if (exact < 1) throw new InvalidArgumentError(argument, `must be at least 1 ms; got ${value} ${unit ?? 'milliseconds'}`);
   if (ms > MAX_LEASE_MS) throw new InvalidArgumentError(argument, `must be at most ${MAX_LEASE_MS} ms; got ${value} ${unit ?? 'milliseconds'}`);
   return ms;
 }
