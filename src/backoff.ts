@@ -1,4 +1,5 @@
 import { outsideContexts } from './context.js';
+import { setLongTimeout } from './time.js';
 import { InvalidArgumentError } from './errors.js';
 
 /**
@@ -87,10 +88,10 @@ export function pause(ms: number, signal?: AbortSignal): Promise<void> {
       reject(signal!.reason);
     };
     const timer = outsideContexts(() =>
-      setTimeout(() => {
+      setLongTimeout(() => {
         signal?.removeEventListener('abort', onAbort);
         resolve();
-      }, Math.max(0, ms)),
+      }, ms),
     );
     signal?.addEventListener('abort', onAbort, { once: true });
   });

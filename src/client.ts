@@ -76,7 +76,9 @@ export interface LockClientOptions {
   /**
    * Lease of a lock taken without an explicit lease, in ms; the watchdog renews it every third of this
    * while the holder runs, and a dead holder's lock frees itself within it. Default 30000 (Redisson's
-   * `lockWatchdogTimeout`).
+   * `lockWatchdogTimeout`). At least 100 (smaller values would lose every hold at
+   * once: `InvalidArgumentError`); keep it at least 3 × `responseTimeout` (relock logs a warning below
+   * that), so that a renewal without a reply is retried before the lease runs out.
    */
   lockWatchdogTimeout?: number;
   /**
@@ -182,6 +184,9 @@ export class LockClient extends EventEmitter<LockClientEvents> {
     });
     const keyPrefix = options.keyPrefix ?? connection.clientKeyPrefix ?? '';
     if (options.keyPrefix === undefined) checkKeyPrefix(keyPrefix);
+    if (o.lockWatchdogTimeout < 3 * o.responseTimeout) {
+      log.warn({ lockWatchdogTimeout: o.lockWatchdogTimeout, responseTimeout: o.responseTimeout }, 'lockWatchdogTimeout is below 3 × responseTimeout: a renewal without a reply may not be retried before the lease runs out');
+    }
     useScripting(connection, o.scripting, log);
     const executor = new Executor(connection, o.retry, o.responseTimeout, log, OBJECT_DESCRIPTORS);
     const clustered = connection.topology === 'cluster';
@@ -375,7 +380,8 @@ export class LockClient extends EventEmitter<LockClientEvents> {
    * `ClientClosedError`), unsubscribes, deletes pending unlock latches, and closes the connections relock
    * created; a client passed as `redis` stays open: close it after this promise resolves. Later calls on
    * this client's objects (releases included) throw `ClientClosedError`. Idempotent: every call returns the
-   * same promise, and holds are told once. Does not throw.
+   * same promise, and holds are told once. Does not throw, and does not wait for an unreachable Redis: the
+   * unsubscribes are waited for at most `responseTimeout`.
    */
   shutdown(): Promise<void> {
     this.shutdownPromise ??= (async () => {
@@ -383,7 +389,7 @@ export class LockClient extends EventEmitter<LockClientEvents> {
       this.closing.abort(new ClientClosedError());
       const { watchdog, channels, latches, connection, executor } = this.core;
       watchdog.stop();
-      await channels.close();
+      await channels.close(executor.responseTimeout);
       await latches.flush();
       await connection.close();
       executor.close();
@@ -436,7 +442,7 @@ function resolveOptions(options: LockClientOptions): ResolvedOptions {
     }
   }
   return {
-    lockWatchdogTimeout: positive('lockWatchdogTimeout', options.lockWatchdogTimeout, 30_000),
+    lockWatchdogTimeout: atLeast('lockWatchdogTimeout', positive('lockWatchdogTimeout', options.lockWatchdogTimeout, 30_000), MIN_WATCHDOG_TIMEOUT_MS),
     subscriptionTimeout: positive('subscriptionTimeout', options.subscriptionTimeout, 7_500),
     responseTimeout: positive('responseTimeout', options.responseTimeout, 3_000),
     watchdogBatchSize: positive('watchdogBatchSize', options.watchdogBatchSize, 100, 'holds'),
@@ -483,6 +489,18 @@ function checkKeyPrefix(keyPrefix: string): void {
 }
 
 /** A positive whole number (of milliseconds unless `what` says otherwise): these go to Redis as integers (`PEXPIRE`, `WAIT`). */
+/**
+ * The smallest `lockWatchdogTimeout` (ms): the watchdog renews every third of it, and below this a
+ * renewal's round trip and the event loop's delays use up the whole lease (1 or 10 ms lost every hold at once).
+ */
+const MIN_WATCHDOG_TIMEOUT_MS = 100;
+
+/** `value`, or `InvalidArgumentError` naming `name` and the bound when it is below `min` (ms). */
+function atLeast(name: string, value: number, min: number): number {
+  if (value < min) throw new InvalidArgumentError(name, `must be at least ${min} ms; got ${value}`);
+  return value;
+}
+
 function positive(name: string, value: number | undefined, fallback: number, what = 'milliseconds'): number {
   if (value === undefined) return fallback;
   if (typeof value !== 'number' || !(value > 0) || !Number.isSafeInteger(value)) {

@@ -29,21 +29,36 @@ export function requireUnit(unit: TimeUnit | undefined, example: string): TimeUn
   return unit;
 }
 
+/**
+ * Throws `InvalidArgumentError` when `value`, the first argument of a method that takes positional times
+ * (`tryLock`, `lock`, `tryAcquire`), is an object: an options object belongs to `instead` (`acquire(options)`),
+ * and without this check it would be reported as a missing time unit. `call` names the method with an
+ * example of its positional form.
+ */
+export function refuseOptionsObject(value: unknown, argument: string, call: string, instead: string): void {
+  if (typeof value === 'object' && value !== null) {
+    throw new InvalidArgumentError(argument, `got an object, but ${call.slice(0, call.indexOf('('))} takes positional arguments, e.g. ${call}; for options ({ waitMs, leaseMs, signal, … }) use ${instead}`);
+  }
+}
+
 /** The longest lease in milliseconds: the largest integer a script argument carries exactly (`PEXPIRE` takes integers). */
 export const MAX_LEASE_MS = Number.MAX_SAFE_INTEGER;
 
 /**
- * A lease time in whole milliseconds (rounded up, so sub-millisecond leases stay positive), or
- * `undefined` for "no lease: the watchdog keeps the lock" when `value` is `-1` or omitted, as in
- * Redisson where a non-positive lease means watchdog. Other non-positive or non-finite values, and
- * leases over `MAX_LEASE_MS`, throw `InvalidArgumentError`.
+ * A lease time in whole milliseconds (rounded up: 1.5 ms is 2 ms), or `undefined` for "no lease: the
+ * watchdog keeps the lock" when `value` is `-1` or omitted, as in Redisson where a non-positive lease
+ * means watchdog. Other non-positive or non-finite values, leases under 1 ms (a hold that would be gone
+ * before its caller heard of it: surely a unit mistake), and leases over `MAX_LEASE_MS`, throw
+ * `InvalidArgumentError`.
  */
 export function leaseMillis(value: number | undefined, unit: TimeUnit | undefined, argument = 'leaseTime'): number | undefined {
   if (value === undefined || value === -1) return undefined;
-  const ms = Math.ceil(checkNumber(value, argument) * unitFactor(unit));
+  const exact = checkNumber(value, argument) * unitFactor(unit);
+  const ms = Math.ceil(exact);
   if (!(ms > 0) || !Number.isFinite(ms)) {
     throw new InvalidArgumentError(argument, `must be a positive, finite time or -1 for "renewed by the watchdog"; got ${value}`);
   }
+  if (exact < 1) throw new InvalidArgumentError(argument, `must be at least 1 ms; got ${value} ${unit ?? 'milliseconds'}`);
   if (ms > MAX_LEASE_MS) throw new InvalidArgumentError(argument, `must be at most ${MAX_LEASE_MS} ms; got ${value} ${unit ?? 'milliseconds'}`);
   return ms;
 }
@@ -137,3 +152,26 @@ function checkNumber(value: unknown, argument: string): number {
 
 /** Monotonic milliseconds (`performance.now()`): every deadline in relock uses this clock, never `Date.now()`. */
 export const monotonic = (): number => performance.now();
+
+/** The longest delay `setTimeout` honours (ms, 2^31 − 1, about 24.8 days); Node fires a longer one after 1 ms. */
+export const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/**
+ * `setTimeout(fn, ms)` for any delay, including ones longer than `MAX_TIMER_MS` (a 30-day lease) and
+ * `Infinity` (never fires): a longer delay runs in equal steps of at most `MAX_TIMER_MS`, each restarting
+ * the same timer (`refresh()`), so the returned handle works with `clearTimeout` and `unref()` as usual.
+ * Measured on `monotonic()`; the last step fires when less than half a step is left (a timer may fire a
+ * millisecond early), so a long delay may end up to a few ms early. A negative or NaN `ms` counts as 0.
+ * Not bound to the caller's lock context only if the caller creates it outside (`outsideContexts`).
+ */
+export function setLongTimeout(fn: () => void, ms: number): NodeJS.Timeout {
+  const delay = ms > 0 ? ms : 0;
+  if (delay <= MAX_TIMER_MS) return setTimeout(fn, delay);
+  const step = Number.isFinite(delay) ? delay / Math.ceil(delay / MAX_TIMER_MS) : MAX_TIMER_MS;
+  const due = monotonic() + delay;
+  const timer = setTimeout(() => {
+    if (due - monotonic() > step / 2) timer.refresh();
+    else fn();
+  }, step);
+  return timer;
+}

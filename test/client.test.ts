@@ -1,5 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import { Redis as IORedis } from 'ioredis';
+import pino from 'pino';
 import { createClient as createClientV5 } from 'redis-v5';
 import { createLockClient, InvalidArgumentError, RedisUnavailableError, runInContext, type LockClient, type LockClientOptions } from '../src/index.js';
 import { activeTimers, connect, keys, numsub, sleep, uniqueName, waitUntil, type Redis } from './support/helpers.js';
@@ -47,8 +48,22 @@ describe('createLockClient', () => {
     ioredis.disconnect();
   });
 
+  it('accepts lockWatchdogTimeout from 100 ms, and warns once when it is below 3 × responseTimeout', async () => {
+    const lines: string[] = [];
+    const logger = pino({ level: 'warn' }, { write: (line: string) => void lines.push(line) });
+    await createLockClient({ redis, logger, lockWatchdogTimeout: 9000 }).shutdown();
+    expect(lines).toEqual([]);
+    await createLockClient({ redis, logger, lockWatchdogTimeout: 100, responseTimeout: 200 }).shutdown();
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatch(/lockWatchdogTimeout is below 3 × responseTimeout/);
+  });
+
   it('rejects bad options with InvalidArgumentError naming the option', () => {
     expect(() => createLockClient({ redis, lockWatchdogTimeout: 0 })).toThrow(/lockWatchdogTimeout/);
+    // Too short to renew (newcomer finding 7: 1 or 10 ms lost every hold at once): the bound is named.
+    for (const tiny of [1, 10, 99]) {
+      expect(() => createLockClient({ redis, lockWatchdogTimeout: tiny })).toThrow(new InvalidArgumentError('lockWatchdogTimeout', `must be at least 100 ms; got ${tiny}`));
+    }
     expect(() => createLockClient({ redis, subscriptionTimeout: -1 })).toThrow(/subscriptionTimeout/);
     expect(() => createLockClient({ redis, retry: { retries: Number.NaN } })).toThrow(/retry.retries/);
     expect(() => createLockClient({ redis, keyPrefix: 'a}b' })).toThrow(/hash tag/);

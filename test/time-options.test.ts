@@ -28,6 +28,9 @@ function optionCalls(client: LockClient, name: string): Array<{ what: string; le
   ];
 }
 
+/** `object` as a JavaScript caller sees it: its positional methods called with an options object. */
+const untyped = (object: object): Record<'tryLock' | 'lock' | 'tryAcquire', (options: object) => Promise<unknown>> => object as never;
+
 describe('time options', () => {
   it('refuses waitTime or leaseTime without unit, citing both right forms with the caller\'s number, and sends nothing', async () => {
     const client = lockClient(env.redis);
@@ -83,5 +86,40 @@ describe('time options', () => {
     await latch.trySetCount(1);
     expect(await latch.await({ waitMs: 50 })).toBe(false);
     expect(await latch.await({ waitTime: 0.05, unit: 's' })).toBe(false);
+  });
+
+  it('says so when an options object goes to a positional method, names the safe-integer limit, refuses a lease under 1 ms, and sends nothing (newcomer finding 8)', async () => {
+    const client = lockClient(env.redis);
+    const name = uniqueName('positional');
+    const scriptsBefore = (await commandCalls(env.redis, 'evalsha')) + (await commandCalls(env.redis, 'eval'));
+    const signal = new AbortController().signal;
+    const lock = client.getLock(`${name}:lock`);
+    const pes = client.getPermitExpirableSemaphore(`${name}:pes`);
+    const semaphore = client.getSemaphore(`${name}:sem`);
+    const positional: Array<[string, () => Promise<unknown>, RegExp]> = [
+      ['RLock.tryLock', () => untyped(lock).tryLock({ signal }), /invalid waitTime: got an object, but tryLock takes positional arguments, e\.g\. tryLock\(1, 5, "seconds"\); for options .* use acquire\(options\)/],
+      ['FencedLock.tryLock', () => untyped(client.getFencedLock(`${name}:fenced`)).tryLock({ waitMs: 5 }), /tryLock takes positional arguments.*acquire\(options\)/],
+      ['MultiLock.tryLock', () => untyped(client.getMultiLock(lock)).tryLock({ waitMs: 5 }), /tryLock takes positional arguments.*acquire\(options\)/],
+      ['RLock.lock', () => untyped(lock).lock({ leaseMs: 5 }), /invalid leaseTime: got an object, but lock takes positional arguments.*acquire\(options\)/],
+      ['RPermitExpirableSemaphore.tryAcquire', () => untyped(pes).tryAcquire({ leaseMs: 1000 }), /tryAcquire takes positional arguments.*acquire\(options\)/],
+      ['RSemaphore.tryAcquire', () => untyped(semaphore).tryAcquire({ waitMs: 5 }), /tryAcquire takes positional arguments.*acquire\(options\)/],
+    ];
+    for (const [what, call, message] of positional) {
+      const error = await call().catch((e: unknown) => e);
+      expect([what, error]).toEqual([what, expect.any(InvalidArgumentError)]);
+      expect([what, (error as Error).message]).toEqual([what, expect.stringMatching(message)]);
+      expect((error as Error).message).not.toMatch(/time unit is required/);
+    }
+    await expect(semaphore.release(2 ** 60)).rejects.toThrow(/invalid permits: must be a whole number of permits >= 0, at most 9007199254740991 \(Number\.MAX_SAFE_INTEGER\); got 1152921504606847000/);
+    await expect(semaphore.trySetPermits(2 ** 60)).rejects.toThrow(/at most 9007199254740991/);
+    await expect(semaphore.addPermits(-(2 ** 60))).rejects.toThrow(/at least -9007199254740991 \(-Number\.MAX_SAFE_INTEGER\)/);
+    // Sub-millisecond leases: every form refused (the key would be gone before the caller heard of it).
+    await expect(lock.tryLock(0, 0.0001, 'ms')).rejects.toThrow(new InvalidArgumentError('leaseTime', 'must be at least 1 ms; got 0.0001 ms'));
+    await expect(lock.acquire({ leaseMs: 0.5 })).rejects.toThrow(/invalid leaseMs: must be at least 1 ms; got 0\.5/);
+    await expect(lock.acquire({ leaseTime: 0.0005, unit: 's' })).rejects.toThrow(/invalid leaseTime: must be at least 1 ms; got 0\.0005 s/);
+    expect(await keys(env.redis, `*${name}*`)).toEqual([]);
+    expect((await commandCalls(env.redis, 'evalsha')) + (await commandCalls(env.redis, 'eval'))).toBe(scriptsBefore);
+    // 1 ms and 1.5 ms (rounded up to 2) are still leases.
+    expect(await lock.tryLock(0, 1.5, 'ms')).toBe(true);
   });
 });

@@ -49,11 +49,11 @@ export class LockHandle implements AsyncDisposable {
    * Gives the held lock a new lease of `leaseTime` `unit` from now (node-redlock's `lock.extend(duration)`,
    * Redisson's `expire` on a held lock): the lock's TTL is set to it (`PEXPIRE`, if this owner still holds
    * it: it may shorten the lease as well as lengthen it), and the handle's `signal` and `leaseTime` follow
-   * the new lease. Fractions of a millisecond are rounded up to a whole millisecond. Only for a handle
+   * the new lease. Fractions of a millisecond are rounded up to a whole millisecond (less than 1 ms in all is refused). Only for a handle
    * with a lease of an `RLock`, fenced, spin or fair lock; the watchdog already renews a handle without one.
    * Throws `LockLostError` (nothing sent when the handle's signal had already aborted or it was released;
    * reason `'expired'` when Redis no longer had the hold), `InvalidArgumentError` (a time that is not
-   * positive, no unit, a watchdog handle, a read-write, multi-lock or RRedLock handle), `RedisUnavailableError`,
+   * positive or under 1 ms, no unit, a watchdog handle, a read-write, multi-lock or RRedLock handle), `RedisUnavailableError`,
    * `ClientClosedError`.
    */
   async extend(leaseTime: number, unit: TimeUnit): Promise<void> {

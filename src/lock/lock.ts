@@ -9,7 +9,7 @@ import type { MetricKind } from '../observe/kinds.js';
 import { probed, type AcquireProbe } from '../observe/observer.js';
 import { WAKE_ONE, type WakeRule } from '../pubsub/channel.js';
 import { clientWait, type Attempt } from '../pubsub/wait.js';
-import { checkOptions, leaseMillis, monotonic, optionLease, optionWait, requireUnit, waitMillis, type TimeUnit } from '../time.js';
+import { checkOptions, leaseMillis, monotonic, optionLease, optionWait, refuseOptionsObject, requireUnit, waitMillis, type TimeUnit } from '../time.js';
 import { HoldSignal, type RenewalKind, type WatchdogHold } from '../watchdog/hold.js';
 import { KeyEvents, type LockEvent } from './events.js';
 import { LockHandle } from './handle.js';
@@ -236,6 +236,7 @@ export class RLock {
    * `RedisUnavailableError`, `ClientClosedError`.
    */
   async lock(leaseTime?: number, unit?: TimeUnit): Promise<void> {
+    refuseOptionsObject(leaseTime, 'leaseTime', 'lock(5, "seconds")', 'acquire(options)');
     const lease = leaseTime === undefined ? undefined : leaseMillis(leaseTime, requireLockUnit(unit));
     await this.acquireForCaller(Infinity, lease, undefined);
   }
@@ -863,6 +864,7 @@ export const requireLockUnit = (unit: TimeUnit | undefined): TimeUnit => require
 /** `tryLock(…)` arguments → [wait ms (0: one attempt), lease ms or undefined for the watchdog]. */
 export function tryLockTimes(waitTime: number | undefined, leaseOrUnit: number | TimeUnit | undefined, unit: TimeUnit | undefined): [number, number | undefined] {
   if (waitTime === undefined) return [0, undefined];
+  refuseOptionsObject(waitTime, 'waitTime', 'tryLock(1, 5, "seconds")', 'acquire(options)');
   if (typeof leaseOrUnit === 'string' || leaseOrUnit === undefined) {
     return [waitMillis(waitTime, requireLockUnit(leaseOrUnit)), undefined];
   }

@@ -3,7 +3,7 @@ import { outsideContexts } from '../context.js';
 import { InvalidArgumentError, LockLostError } from '../errors.js';
 import { LockHandle } from '../lock/handle.js';
 import { memberSteps as steps, RLock, type Grant } from '../lock/lock.js';
-import { monotonic } from '../time.js';
+import { monotonic, setLongTimeout } from '../time.js';
 
 /**
  * What the multi-lock and RRedLock share: checking their members, resolving the caller's owner on each,
@@ -72,7 +72,7 @@ export function settleWithin<T>(promises: ReadonlyArray<Promise<T>>, ms: number)
   if (promises.length === 0) return Promise.resolve(results);
   return new Promise((resolve) => {
     let pending = promises.length;
-    const timer = outsideContexts(() => setTimeout(() => resolve(results), ms));
+    const timer = outsideContexts(() => setLongTimeout(() => resolve(results), ms));
     const settle = (i: number, result: PromiseSettledResult<T>): void => {
       results[i] = result;
       if (--pending > 0) return;
@@ -123,7 +123,7 @@ export function groupHandle(options: {
   for (const member of members) member.signal.addEventListener('abort', onMemberLost, { once: true });
   let timer: NodeJS.Timeout | undefined;
   if (options.validUntil !== undefined) {
-    timer = outsideContexts(() => setTimeout(() => controller.abort(new LockLostError(name, 'lease-ended')), Math.max(0, options.validUntil! - monotonic())));
+    timer = outsideContexts(() => setLongTimeout(() => controller.abort(new LockLostError(name, 'lease-ended')), options.validUntil! - monotonic()));
     timer.unref();
   }
   const owner = members.map((m) => m.owner).join(',');

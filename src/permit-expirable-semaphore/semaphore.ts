@@ -5,7 +5,7 @@ import { auxName, mainKey } from '../keys.js';
 import { clientWait, type Attempt } from '../pubsub/wait.js';
 import { runObjectScript, type ObjectRunOptions, type ObjectScript } from '../redis/object-script.js';
 import { acquireOutcome, permitCount, permitDelta, permitTotal, positiveTime, requirePermitUnit, tookPermits, WAKE_BY_PERMITS } from '../semaphore/permits.js';
-import { checkOptions, leaseMillis, optionLease, optionWait, waitMillis, type TimeUnit } from '../time.js';
+import { checkOptions, leaseMillis, optionLease, optionWait, refuseOptionsObject, waitMillis, type TimeUnit } from '../time.js';
 import { HoldSignal, type RenewalKind } from '../watchdog/hold.js';
 import { ObjectKeys } from '../object-keys.js';
 import { PermitHandle } from './handle.js';
@@ -137,6 +137,7 @@ export class RPermitExpirableSemaphore {
   tryAcquire(permits: number, waitTime: number, leaseTime: number, unit: TimeUnit): Promise<string[] | undefined>;
   async tryAcquire(first?: number, second?: number | TimeUnit, third?: number | TimeUnit, fourth?: TimeUnit): Promise<string | string[] | undefined> {
     if (first === undefined) return (await this.grant(1, 0, undefined, undefined))?.ids[0];
+    refuseOptionsObject(first, 'waitTime', 'tryAcquire(1, 60, "seconds")', 'acquire(options)');
     if (typeof second === 'string') return (await this.grant(1, waitMillis(first, second), undefined, undefined))?.ids[0];
     if (typeof third === 'string' || third === undefined) {
       const unit = requirePermitUnit(third);

@@ -1,5 +1,5 @@
 import { outsideContexts } from '../context.js';
-import { monotonic } from '../time.js';
+import { monotonic, setLongTimeout } from '../time.js';
 
 /**
  * The budget one message on a channel hands out to local waiters, each taking its `need` (see `Place`):
@@ -159,7 +159,7 @@ export class Channel {
   private arm(due: number): void {
     if (this.timer) clearTimeout(this.timer);
     this.timerDue = due;
-    this.timer = outsideContexts(() => setTimeout(this.expire, Math.max(0, due - monotonic())));
+    this.timer = outsideContexts(() => setLongTimeout(this.expire, due - monotonic()));
   }
 
   private disarm(): void {

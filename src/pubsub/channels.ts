@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import type { Connection, MessageListener } from '../redis/connection.js';
 import { classify } from '../redis/failures.js';
 import { outsideContexts } from '../context.js';
+import { setLongTimeout } from '../time.js';
 import { Channel, type WakeRule } from './channel.js';
 
 /**
@@ -183,9 +184,11 @@ export class Channels {
 
   /**
    * Shutdown: wakes every waiter (their next attempt fails because the client is closed), unsubscribes
-   * every channel and waits for the unsubscribes.
+   * every channel and waits for the unsubscribes, at most `timeoutMs` (the client's `responseTimeout`):
+   * while Redis is unreachable an UNSUBSCRIBE is never answered, and shutdown must not wait for Redis to
+   * come back. Resolves without error either way; an unanswered UNSUBSCRIBE holds no timer of ours.
    */
-  async close(): Promise<void> {
+  async close(timeoutMs = Infinity): Promise<void> {
     this.closed = true;
     for (const channel of [...this.channels.values()]) {
       channel.wake(Infinity);
@@ -193,14 +196,15 @@ export class Channels {
     }
     // One last try for the owed ones: a user's cluster or Sentinel client stays open after shutdown.
     for (const owedChannel of [...this.owed]) this.settle(owedChannel);
-    await Promise.all([...this.closing.values()]);
+    await withTimeout(Promise.all([...this.closing.values()]), timeoutMs);
   }
 }
 
-function withTimeout(promise: Promise<boolean>, ms: number): Promise<unknown> {
+/** Resolves when `promise` settles or after `ms` (no timer when `ms` is infinite), whichever is first. */
+function withTimeout(promise: Promise<unknown>, ms: number): Promise<unknown> {
   if (!Number.isFinite(ms)) return promise;
   return new Promise<void>((resolve) => {
-    const timer = outsideContexts(() => setTimeout(resolve, Math.max(0, ms)));
+    const timer = outsideContexts(() => setLongTimeout(resolve, ms));
     void promise.then(() => {
       clearTimeout(timer);
       resolve();

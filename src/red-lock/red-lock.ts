@@ -8,7 +8,7 @@ import { memberSteps as steps, type Grant } from '../lock/lock.js';
 import { GroupLock, type Taken } from '../multi-lock/group-lock.js';
 import { failures, releaseMembers, settleWithin } from '../multi-lock/members.js';
 import { ResponseTimeoutError } from '../redis/failures.js';
-import { monotonic } from '../time.js';
+import { monotonic, setLongTimeout } from '../time.js';
 
 /** Clock drift allowance of the Redlock algorithm: `DRIFT_FACTOR × lease + DRIFT_MS`. */
 export const DRIFT_FACTOR = 0.01;
@@ -213,7 +213,7 @@ function decided(attempts: ReadonlyArray<Promise<Grant | undefined>>, quorum: nu
   return new Promise<boolean>((resolve) => {
     let granted = 0;
     let failed = 0;
-    let timer = outsideContexts(() => setTimeout(() => resolve(false), timeoutMs));
+    let timer = outsideContexts(() => setLongTimeout(() => resolve(false), timeoutMs));
     const count = (grant: Grant | undefined): void => {
       if (grant) granted++;
       else failed++;
@@ -223,7 +223,7 @@ function decided(attempts: ReadonlyArray<Promise<Grant | undefined>>, quorum: nu
       } else if (grant && granted === quorum) {
         const elapsed = monotonic() - start;
         clearTimeout(timer);
-        timer = outsideContexts(() => setTimeout(() => resolve(false), Math.min(Math.max(elapsed, STRAGGLER_GRACE_MS), timeoutMs - elapsed)));
+        timer = outsideContexts(() => setLongTimeout(() => resolve(false), Math.min(Math.max(elapsed, STRAGGLER_GRACE_MS), timeoutMs - elapsed)));
       }
     };
     for (const attempt of attempts) attempt.then(count, () => count(undefined));

@@ -2,7 +2,7 @@ import pRetry from 'p-retry';
 import type { Logger } from 'pino';
 import { ClientClosedError, CrossSlotError, PermissionError, RedisCommandError, RedisUnavailableError, RelockError, WrongTypeError } from '../errors.js';
 import { wrongTypeError, type KindEntry, type ObjectKind } from '../kinds.js';
-import { monotonic } from '../time.js';
+import { monotonic, setLongTimeout } from '../time.js';
 import { outsideContexts } from '../context.js';
 import type { Connection } from './connection.js';
 import { classify, ResponseTimeoutError } from './failures.js';
@@ -247,7 +247,7 @@ export class Executor {
       if (cutAt !== undefined && cutAt < call.at) {
         const waited = Math.max(0, cutAt - now);
         call.cutTimer = outsideContexts(() =>
-          setTimeout(() => {
+          setLongTimeout(() => {
             // Only a command Redis cannot be answering (the connection is down, node-redis queues it) is
             // given up early: a slow reply on a live connection keeps the response timeout, so that a
             // grant it carries (a fencing token) is not thrown away.

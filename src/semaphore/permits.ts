@@ -31,7 +31,10 @@ export function permitDelta(value: unknown, argument = 'permits'): number {
 
 function integer(value: unknown, argument: string, min: number, what: string): number {
   if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < min) {
-    throw new InvalidArgumentError(argument, `must be ${what}; got ${typeof value === 'number' ? value : typeof value}`);
+    // A whole number beyond 2^53 − 1 is one, but not exactly representable: say which limit it broke.
+    const huge = typeof value === 'number' && Number.isFinite(value) ? value : 0;
+    const limit = huge > Number.MAX_SAFE_INTEGER ? `, at most ${Number.MAX_SAFE_INTEGER} (Number.MAX_SAFE_INTEGER)` : huge < -Number.MAX_SAFE_INTEGER ? `, at least -${Number.MAX_SAFE_INTEGER} (-Number.MAX_SAFE_INTEGER)` : '';
+    throw new InvalidArgumentError(argument, `must be ${what}${limit}; got ${typeof value === 'number' ? value : typeof value}`);
   }
   return value;
 }

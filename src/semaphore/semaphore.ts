@@ -2,7 +2,7 @@ import { CountedObject } from '../counted.js';
 import type { Core } from '../core.js';
 import { PermitAcquireTimeoutError } from '../errors.js';
 import { clientWait, type Attempt } from '../pubsub/wait.js';
-import { checkOptions, optionWait, waitMillis, type TimeUnit } from '../time.js';
+import { checkOptions, optionWait, refuseOptionsObject, waitMillis, type TimeUnit } from '../time.js';
 import { acquireOutcome, permitDelta, permitTotal, positiveTime, requirePermitUnit, tookPermits, WAKE_BY_PERMITS } from './permits.js';
 import { ACQUIRE, ADD, ADD_IF_EXISTS, DRAIN, TRY_SET } from './scripts.js';
 
@@ -122,6 +122,7 @@ export class RSemaphore extends CountedObject {
   tryAcquire(waitTime: number, unit: TimeUnit): Promise<boolean>;
   tryAcquire(permits: number, waitTime: number, unit: TimeUnit): Promise<boolean>;
   async tryAcquire(first?: number, second?: number | TimeUnit, unit?: TimeUnit): Promise<boolean> {
+    refuseOptionsObject(first, 'permits', 'tryAcquire(1, 5, "seconds")', 'acquire(options)');
     if (typeof second === 'string') return this.take(1, waitMillis(first, second), undefined);
     const permits = permitTotal(first ?? 1);
     const wait = second === undefined ? 0 : waitMillis(second, requirePermitUnit(unit));

@@ -4,7 +4,7 @@ import { outsideContexts } from '../context.js';
 import { keySlot } from '../keys.js';
 import { classify, ResponseTimeoutError } from '../redis/failures.js';
 import type { Executor } from '../redis/executor.js';
-import { monotonic } from '../time.js';
+import { monotonic, setLongTimeout } from '../time.js';
 import { clockDriftMs, Renewal, type WatchdogHold, type HoldHost, type HoldWatcher, type ReleasedHold, type RenewalKind } from './hold.js';
 
 /** Renewal calls the watchdog sends per event-loop turn before it yields (2,000 holds in batches of 100). */
@@ -181,7 +181,7 @@ export class Watchdog implements HoldHost, HoldWatcher {
     const watch: LeaseWatch = { name, key, owners, controller, timer: undefined };
     const ends = sentAt + leaseMs - clockDriftMs(leaseMs);
     watch.timer = outsideContexts(() =>
-      setTimeout(() => {
+      setLongTimeout(() => {
         this.leases.delete(watch);
         controller.abort(new LockLostError(name, 'lease-ended'));
       }, Math.max(0, ends - monotonic())),
@@ -328,7 +328,7 @@ export class Watchdog implements HoldHost, HoldWatcher {
     if (this.stopped) return;
     if (this.timer) clearTimeout(this.timer);
     this.timerAt = at;
-    this.timer = outsideContexts(() => setTimeout(() => this.tick(), Math.max(0, at - monotonic())));
+    this.timer = outsideContexts(() => setLongTimeout(() => this.tick(), at - monotonic()));
     this.timer.unref();
   }
 
@@ -434,7 +434,7 @@ export class Watchdog implements HoldHost, HoldWatcher {
   private within<T>(call: Promise<T>, ms: number): Promise<T> {
     let timer: NodeJS.Timeout | undefined;
     const expired = new Promise<never>((_, reject) => {
-      timer = outsideContexts(() => setTimeout(() => reject(new ResponseTimeoutError(ms)), ms));
+      timer = outsideContexts(() => setLongTimeout(() => reject(new ResponseTimeoutError(ms)), ms));
       timer.unref();
     });
     return Promise.race([call, expired]).finally(() => clearTimeout(timer));
