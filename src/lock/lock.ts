@@ -10,6 +10,7 @@ import { probed, type AcquireProbe } from '../observe/observer.js';
 import { WAKE_ONE, type WakeRule } from '../pubsub/channel.js';
 import { clientWait, type Attempt } from '../pubsub/wait.js';
 import { checkOptions, leaseMillis, monotonic, optionLease, optionWait, refuseOptionsObject, requireUnit, waitMillis, type TimeUnit } from '../time.js';
+import type { RunOptions } from '../redis/executor.js';
 import { HoldSignal, type RenewalKind, type WatchdogHold } from '../watchdog/hold.js';
 import { KeyEvents, type LockEvent } from './events.js';
 import { LockHandle } from './handle.js';
@@ -113,6 +114,8 @@ interface Acquisition {
   armed: boolean;
   /** Attempts sent. */
   sent: number;
+  /** Monotonic send time of the latest attempt. */
+  sentAt: number;
   /** An attempt is in flight and counted in `ctx.flights` (context owners only). */
   flying: boolean;
   /** The call is over: replies of attempts it gave up on no longer say anything about it. */
@@ -192,6 +195,7 @@ export class RLock {
   /** Listeners of the lock's key events (`addListener`), made on first use. */
   private events: KeyEvents | undefined;
   private expected: { key: string; kind: ObjectKind } | undefined;
+  private unlockRun: RunOptions<number | null> | undefined;
 
   static {
     memberSteps = {
@@ -298,10 +302,10 @@ export class RLock {
     const ctx = this.context();
     if (ctx) return this.unlockAs(ctx);
     const own = taskHolds(this);
-    const held = own.length === 0 ? this.contextless.find((c) => !c.releasing) : this.contextless.find((c) => !c.releasing && own.includes(c.ctx));
     // No hold, or the task's own acquisitions hold nothing (yet, or any more: a lease ran out and another task
     // was granted the lock): an owner that holds nothing leaves the current holder alone and throws
     // IllegalMonitorStateError.
+    const held = this.releasable(own);
     if (!held) return this.unlockAs(detachedContext());
     held.releasing = true;
     try {
@@ -481,7 +485,6 @@ export class RLock {
   private async attempt(acq: Acquisition, deadline: number | undefined, signal: AbortSignal | undefined): Promise<Attempt<Grant>> {
     this.core.checkOpen();
     const { ctx, owner } = acq;
-    let sentAt = 0;
     // Only an unlock by a context owner can race with its acquisition (a contextless unlock releases a
     // granted hold), so detached owners skip the count.
     if (!ctx.detached) {
@@ -490,47 +493,26 @@ export class RLock {
     }
     let result: AcquireResult;
     try {
-      const send = async (): Promise<AcquireResult> => {
-        const n = ++acq.sent;
-        sentAt = monotonic();
-        const guard = acq.armed ? String(acq.before) : '';
-        const mark = acq.armed ? this.unsettled(ctx) : undefined;
-        if (mark) mark.tried = true;
-        const result = await this.runAcquire(owner, String(acq.lease), guard, String(acq.before));
-        if (result.granted && this.core.replicaSync) await this.confirmReplicated(owner);
-        // The latest attempt found the lock busy: no earlier attempt's grant is in Redis.
-        if (!result.granted && !result.lost && !acq.done && n === acq.sent) this.settle(ctx);
-        return result;
-      };
-      result = await this.core.executor.run(
-        'lock.acquire',
-        async () => {
-          const result = await send();
-          if (result.granted || !result.lost) return result;
-          this.holdEnded(acq);
-          return send();
+      result = await this.core.executor.run('lock.acquire', () => this.sendAttempts(acq), {
+        idempotent: true,
+        deadline,
+        signal,
+        expects: this.expects,
+        onAmbiguous: () => {
+          acq.armed = true;
+          this.unsettle(ctx, acq.sentAt + acq.lease);
         },
-        {
-          idempotent: true,
-          deadline,
-          signal,
-          expects: this.expects,
-          onAmbiguous: () => {
-            acq.armed = true;
-            this.unsettle(ctx, sentAt + acq.lease);
-          },
-          onLateResults: (results) => {
-            // A grant that went through after the call gave up: undo it, unless the lock is unsettled and
-            // an attempt that adopts such a grant (armed guard) was sent since; the mark then stays until
-            // the owner adopts it or, abandoned, releases it.
-            if (!results.some((r) => r.granted)) return;
-            const mark = this.unsettled(ctx);
-            if (mark?.tried) return;
-            if (mark) this.settle(ctx);
-            void this.undo(owner, monotonic() + acq.lease);
-          },
+        onLateResults: (results) => {
+          // A grant that went through after the call gave up: undo it, unless the lock is unsettled and
+          // an attempt that adopts such a grant (armed guard) was sent since; the mark then stays until
+          // the owner adopts it or, abandoned, releases it.
+          if (!results.some((r) => r.granted)) return;
+          const mark = this.unsettled(ctx);
+          if (mark?.tried) return;
+          if (mark) this.settle(ctx);
+          void this.undo(owner, monotonic() + acq.lease);
         },
-      );
+      });
     } catch (error) {
       this.land(acq);
       throw error;
@@ -540,7 +522,30 @@ export class RLock {
       return { acquired: false, retryAfterMs: result.ttl };
     }
     this.settle(ctx);
-    return { acquired: true, value: { sentAt, token: result.token } };
+    return { acquired: true, value: { sentAt: acq.sentAt, token: result.token } };
+  }
+
+  /** One try of `attempt`: the acquire script, sent again with the count corrected when Redis answers that the owner's holds had ended. */
+  private async sendAttempts(acq: Acquisition): Promise<AcquireResult> {
+    const result = await this.sendAttempt(acq);
+    if (result.granted || !result.lost) return result;
+    this.holdEnded(acq);
+    return this.sendAttempt(acq);
+  }
+
+  /** Sends one acquire script of `acq` (its guard armed after a lost reply, see `Acquisition`). */
+  private async sendAttempt(acq: Acquisition): Promise<AcquireResult> {
+    const { ctx, owner } = acq;
+    const n = ++acq.sent;
+    acq.sentAt = monotonic();
+    const guard = acq.armed ? String(acq.before) : '';
+    const mark = acq.armed ? this.unsettled(ctx) : undefined;
+    if (mark) mark.tried = true;
+    const result = await this.runAcquire(owner, String(acq.lease), guard, String(acq.before));
+    if (result.granted && this.core.replicaSync) await this.confirmReplicated(owner);
+    // The latest attempt found the lock busy: no earlier attempt's grant is in Redis.
+    if (!result.granted && !result.lost && !acq.done && n === acq.sent) this.settle(ctx);
+    return result;
   }
 
   /**
@@ -612,21 +617,21 @@ export class RLock {
    * in Redis is adopted as this acquisition.
    */
   protected acquireAs(ctx: LockContext, waitMs: number, leaseMs: number | undefined, signal: AbortSignal | undefined): Promise<Grant | undefined> {
-    return this.core.observe.acquire(this.metricKind, this.name, this.key, this.ownerOf(ctx), waitMs, signal, (probe) => this.acquireObserved(ctx, waitMs, leaseMs, signal, probe));
+    const owner = this.ownerOf(ctx);
+    return this.core.observe.acquire(this.metricKind, this.name, this.key, owner, waitMs, signal, (probe) => this.acquireObserved(ctx, owner, waitMs, leaseMs, signal, probe));
   }
 
-  /** `acquireAs`, telling `probe` (the observer's, see `Observer.acquire`) of its attempts. */
-  private async acquireObserved(ctx: LockContext, waitMs: number, leaseMs: number | undefined, signal: AbortSignal | undefined, probe: AcquireProbe): Promise<Grant | undefined> {
+  /** `acquireAs` for `owner` (`ctx`'s), telling `probe` (the observer's, see `Observer.acquire`) of its attempts. */
+  private async acquireObserved(ctx: LockContext, owner: string, waitMs: number, leaseMs: number | undefined, signal: AbortSignal | undefined, probe: AcquireProbe): Promise<Grant | undefined> {
     const { core } = this;
     core.checkOpen();
-    const owner = this.ownerOf(ctx);
     const started = monotonic();
     const renewal = leaseMs === undefined ? this.registerHold(owner) : undefined;
     const lease = leaseMs ?? core.watchdog.leaseMs;
     const mark = this.unsettled(ctx);
     if (mark && mark.until <= started) this.settle(ctx);
     const hold = ctx.holds.get(this.holdKey);
-    const acq: Acquisition = { ctx, owner, lease, hold, before: hold?.count ?? 0, armed: mark !== undefined && mark.until > started, sent: 0, flying: false, done: false };
+    const acq: Acquisition = { ctx, owner, lease, hold, before: hold?.count ?? 0, armed: mark !== undefined && mark.until > started, sent: 0, sentAt: 0, flying: false, done: false };
     let grant: Grant | undefined;
     let holds = 0;
     try {
@@ -661,6 +666,12 @@ export class RLock {
     }
   }
 
+  /** The oldest contextless hold no `unlock()` is releasing, if any: among `own` (the calling task's owners) unless it is empty. */
+  private releasable(own: readonly LockContext[]): Contextless | undefined {
+    for (const held of this.contextless) if (!held.releasing && (own.length === 0 || own.includes(held.ctx))) return held;
+    return undefined;
+  }
+
   /** Removes `ctx` from this object's contextless holds (it holds nothing any more). */
   private forget(ctx: LockContext): void {
     const i = this.contextless.findIndex((c) => c.ctx === ctx);
@@ -689,15 +700,15 @@ export class RLock {
    * the releasing handle's signal, aborts) before `IllegalMonitorStateError` is thrown.
    */
   protected unlockAs(ctx: LockContext, renewed?: boolean, controller?: AbortController): Promise<void> {
-    return this.core.observe.release(this.metricKind, this.name, this.key, this.ownerOf(ctx), () => this.unlockObserved(ctx, renewed, controller));
+    const owner = this.ownerOf(ctx);
+    return this.core.observe.release(this.metricKind, this.name, this.key, owner, () => this.unlockObserved(ctx, owner, renewed, controller));
   }
 
-  /** `unlockAs`, measured by the observer (see `Observer.release`). */
-  private async unlockObserved(ctx: LockContext, renewed?: boolean, controller?: AbortController): Promise<void> {
+  /** `unlockAs` for `owner` (`ctx`'s), measured by the observer (see `Observer.release`). */
+  private async unlockObserved(ctx: LockContext, owner: string, renewed?: boolean, controller?: AbortController): Promise<void> {
     const { core } = this;
     const inFlight = allLanded(ctx, this.holdKey);
     if (inFlight) await inFlight;
-    const owner = this.ownerOf(ctx);
     const kind = releasedRenewed(ctx, this.holdKey, renewed);
     const releasedAt = monotonic();
     const released = kind ? core.watchdog.release(this.key, owner) : undefined;
@@ -707,7 +718,7 @@ export class RLock {
     let attempts = 0;
     let reply: unknown = null;
     try {
-      reply = await core.executor.run('lock.unlock', (attempt) => this.runUnlock(owner, latch, (attempts = attempt), guard), { idempotent: true, expects: this.expects });
+      reply = await core.executor.run('lock.unlock', (attempt) => this.runUnlock(owner, latch, (attempts = attempt), guard), this.unlockOptions);
     } finally {
       // A guarded unlock wrote its latch only if it answered nil or 2/3, or was retried (see `unlockSource`).
       if (guard === '' || attempts > 1 || reply === null || Number(reply) >= 2) core.latches.release(latch);
@@ -846,6 +857,11 @@ export class RLock {
 
   /** Whether a handle's `extend()` may set a new lease with `setLease` (every lock whose holds are fields of its hash). */
   protected readonly extendable: boolean = true;
+
+  /** The executor options of an unlock (made once: the same for every call). */
+  private get unlockOptions(): RunOptions<number | null> {
+    return (this.unlockRun ??= { idempotent: true, expects: this.expects });
+  }
 
   /** What a WRONGTYPE reply on this lock's key is reported as (made once: it is passed with every call). */
   protected get expects(): { key: string; kind: ObjectKind } {

@@ -70,8 +70,11 @@ const ERROR_STATUS = 2;
  * primitive goes through `acquire`, `release` and `lost`, which record OpenTelemetry metrics and spans
  * (when `@opentelemetry/api` is installed and the client's `otel` option is not false) and publish on
  * the `relock:*` diagnostics channels (when someone subscribed). While neither is the case each call
- * costs three checks and runs the operation unchanged. Holds are counted (for `relock.held`, the hold
- * duration and the kind of a lost hold) while OpenTelemetry records or anyone subscribed to a channel.
+ * costs three checks and runs the operation unchanged; so it does when the API is loaded but nothing
+ * would record (the no-op meter, and a span of the no-op tracer: no SDK registered), after starting that
+ * span. Holds are counted (for `relock.held`, the hold duration and the kind of a lost hold) while
+ * OpenTelemetry records (a meter that is not the no-op one, or a recording span) or anyone subscribed to
+ * a channel.
  */
 export class Observer {
   private otel: Otel | undefined;
@@ -138,10 +141,14 @@ export class Observer {
   acquire<T>(kind: MetricKind, name: string, key: string, holders: Holders, waitMs: number, signal: AbortSignal | undefined, run: (probe: AcquireProbe) => Promise<T | undefined>): Promise<T | undefined> {
     const otel = this.otel;
     const traced = (acquireChannel as { hasSubscribers?: boolean }).hasSubscribers === true;
-    if (!otel && !traced && !lostChannel.hasSubscribers) return run(IDLE);
+    const counted = otel?.metrics === true || traced || lostChannel.hasSubscribers;
+    if (!otel && !counted) return run(IDLE);
+    const parent = otel?.api.context.active();
+    const span = otel?.tracer.startSpan('relock.acquire', { attributes: this.spanAttributes(otel, kind, name) }, parent);
+    // Metrics to the no-op meter, a span of the no-op tracer, nobody subscribed: nothing to measure.
+    if (!counted && otel!.passThrough(span!, parent!)) return run(IDLE);
     const start = monotonic();
     const attributes = attributesOf(kind);
-    const span = otel?.tracer.startSpan('relock.acquire', { attributes: this.spanAttributes(otel, kind, name) }, otel.api.context.active());
     const message: AcquireMessage = { kind, name, waitMs };
     let attempts = 0;
     let wokenBy: WokenBy = 'none';
@@ -197,8 +204,12 @@ export class Observer {
   release<T>(kind: MetricKind, name: string, key: string, holders: Holders, run: () => Promise<T>, released: (value: T) => boolean = () => true): Promise<T> {
     const otel = this.otel;
     const traced = (releaseChannel as { hasSubscribers?: boolean }).hasSubscribers === true;
-    if (!otel && !traced && !lostChannel.hasSubscribers) return run();
-    const span = otel?.tracer.startSpan('relock.release', { attributes: this.spanAttributes(otel, kind, name) }, otel.api.context.active());
+    const counted = otel?.metrics === true || traced || lostChannel.hasSubscribers;
+    if (!otel && !counted) return run();
+    const parent = otel?.api.context.active();
+    const span = otel?.tracer.startSpan('relock.release', { attributes: this.spanAttributes(otel, kind, name) }, parent);
+    // As in `acquire`, unless holds counted earlier (a subscriber then) are still to be dropped.
+    if (!counted && this.holds.size === 0 && otel!.passThrough(span!, parent!)) return run();
     const message: ReleaseMessage = { kind, name };
     const observed = (): Promise<T> =>
       run().then(

@@ -23,12 +23,18 @@ export class Otel {
   readonly requests: Api.Counter;
   readonly tracer: Api.Tracer;
   readonly recordNames: boolean;
+  /**
+   * Whether the meter records anything: false when it is the API's no-op meter (no meter provider was
+   * registered or given when the client was made; the API does not switch a meter it handed out).
+   */
+  readonly metrics: boolean;
 
   constructor(
     readonly api: typeof Api,
     options: OtelOptions,
   ) {
     const meter = ((options.meterProvider as Api.MeterProvider | undefined) ?? api.metrics.getMeterProvider()).getMeter(SCOPE);
+    this.metrics = meter !== api.createNoopMeter();
     this.tracer = ((options.tracerProvider as Api.TracerProvider | undefined) ?? api.trace.getTracerProvider()).getTracer(SCOPE);
     this.recordNames = options.recordNames ?? true;
     const advice = { explicitBucketBoundaries: DURATION_BUCKETS };
@@ -41,6 +47,18 @@ export class Otel {
     this.renewals = meter.createCounter('relock.watchdog.renewals', { unit: '{hold}', description: 'Holds the watchdog renewed (outcome renewed) or found gone (outcome expired).' });
     this.renewalCalls = meter.createCounter('relock.watchdog.calls', { unit: '{call}', description: 'Renewal script calls of the watchdog, answered (outcome ok) or failed (outcome error).' });
     this.requests = meter.createCounter('relock.redis.requests', { unit: '{request}', description: 'Requests relock sent to Redis (retries included), by operation.' });
+  }
+
+  /**
+   * Whether `span`, just started in the context `parent`, changes nothing: it does not record and carries
+   * its parent's span context (or the invalid one), as every span of the API's no-op tracer does (no tracer
+   * provider registered yet). Making it the active span would then change no child span, so a call may
+   * run without it. A span an SDK's sampler dropped has a span context of its own: not a pass-through.
+   */
+  passThrough(span: Api.Span, parent: Api.Context): boolean {
+    if (span.isRecording()) return false;
+    const own = span.spanContext();
+    return own === this.api.INVALID_SPAN_CONTEXT || own === this.api.trace.getSpanContext(parent);
   }
 }
 

@@ -2,7 +2,7 @@ import type { MetricKind } from '../observe/kinds.js';
 import { probed, type Holders, type Observer } from '../observe/observer.js';
 import { cutAtDeadline } from '../redis/failures.js';
 import { monotonic } from '../time.js';
-import type { WakeRule } from './channel.js';
+import type { Channel, WakeRule } from './channel.js';
 import type { Channels } from './channels.js';
 
 export type { Attempt } from './attempt.js';
@@ -43,7 +43,9 @@ export interface WaitHost {
 
 /** `waitFor` on `host`'s shared channels, with its subscription timeout, polling at most a watchdog lease apart. */
 export function clientWait<T>(host: WaitHost, options: Omit<WaitOptions<T>, 'channels' | 'subscriptionTimeoutMs' | 'maxPollMs'>): Promise<T | undefined> {
-  return waitFor({ ...options, channels: host.channels, subscriptionTimeoutMs: host.subscriptionTimeout, maxPollMs: host.watchdog.leaseMs });
+  // Built field by field: an object spread per acquisition cost more than the rest of this call.
+  const { channel, rule, need, waitMs, signal, attempt, observed } = options;
+  return waitFor({ channels: host.channels, channel, rule, need, waitMs, subscriptionTimeoutMs: host.subscriptionTimeout, maxPollMs: host.watchdog.leaseMs, signal, attempt, observed });
 }
 
 /** The object a wait acquires, for its observer: kind and name, key, and who holds it when granted (see `Observer.acquire`). */
@@ -96,19 +98,26 @@ export function waitFor<T>(options: WaitOptions<T>): Promise<T | undefined> {
   return o.observer.acquire(o.kind, o.name, o.key, o.holders, options.waitMs, options.signal, (probe) => waitLoop({ ...options, attempt: probed(probe, options.attempt) }));
 }
 
-/** `waitFor`'s loop. */
+/**
+ * `waitFor`'s loop: its first attempt, kept apart (a small frame, no closure) so that an acquisition
+ * granted at once pays for nothing of the wait (issue 12); `waitMore` waits when it was refused.
+ */
 async function waitLoop<T>(options: WaitOptions<T>): Promise<T | undefined> {
-  const { channels, signal, waitMs } = options;
-  const start = monotonic();
-  const deadline = waitDeadline(waitMs, start);
+  const deadline = waitDeadline(options.waitMs, monotonic());
   // When the channel is already subscribed (other local waiters keep it, or it lingers), every release
   // published after the first attempt reaches this process and wakes a local waiter, who retries: unless
   // one was dropped (nobody had joined) by the time this waiter joined, that attempt's answer stands.
-  const liveBefore = channels.live(options.channel);
+  const liveBefore = options.channels.live(options.channel);
   const seen = liveBefore?.dropped;
   const first = await options.attempt(deadline);
   if (first.acquired) return first.value;
-  if (waitMs <= 0) return undefined;
+  if (options.waitMs <= 0) return undefined;
+  return waitMore(options, deadline, first, liveBefore, seen);
+}
+
+/** The rest of `waitLoop` after a refused first attempt `first` (`liveBefore`, `seen`: the channel as it was before it). */
+async function waitMore<T>(options: WaitOptions<T>, deadline: number | undefined, first: Extract<Attempt<T>, { acquired: false }>, liveBefore: Channel | undefined, seen: number | undefined): Promise<T | undefined> {
+  const { channels, signal } = options;
   signal?.throwIfAborted();
 
   const remaining = (): number => (deadline === undefined ? Infinity : deadline - monotonic());

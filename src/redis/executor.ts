@@ -158,20 +158,23 @@ export class Executor {
 
   /**
    * Runs `call` (one attempt per invocation) with retries, mapping the final failure to a relock error.
-   * The first attempt runs directly; p-retry takes over only after a retryable failure, so the common
-   * path costs one promise and no timer.
+   * The first attempt runs directly; p-retry takes over only after a retryable failure (`retry`, a
+   * function of its own so that the common path keeps a small frame), so it costs one promise and no timer.
    */
   async run<T>(operation: string, call: (attempt: number) => Promise<T>, options: RunOptions<T>): Promise<T> {
     if (this.closed) throw new ClientClosedError();
     const dangling: Array<Promise<T>> | undefined = options.onLateResults ? [] : undefined;
     const deadline = options.deadline !== undefined && Number.isFinite(options.deadline) ? options.deadline + DEADLINE_GRACE_MS : undefined;
-    let first: unknown;
     try {
       this.onRequest?.(operation);
       return await this.bounded(call(1), this.responseTimeout, options.signal, dangling, deadline);
     } catch (error) {
-      first = error;
+      return this.retry(operation, call, options, error, dangling, deadline);
     }
+  }
+
+  /** `run` after its first attempt failed with `first`: retries it when the policy says so, else maps the error. */
+  private async retry<T>(operation: string, call: (attempt: number) => Promise<T>, options: RunOptions<T>, first: unknown, dangling: Array<Promise<T>> | undefined, deadline: number | undefined): Promise<T> {
     try {
       if (!this.retryable(first, options)) throw first;
       const signal = options.signal ? AbortSignal.any([options.signal, this.closing.signal]) : this.closing.signal;

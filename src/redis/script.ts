@@ -54,21 +54,38 @@ export abstract class Script {
    * Sends `command`, laid out as `[verb, script, numkeys, ...keys, ...args]` (the first two are filled in
    * here; the first key, if any, routes it). Resolves to the reply as `parse` reads it.
    */
-  protected async send<R>(connection: Connection, command: string[], parse: (reply: unknown) => R): Promise<R> {
+  protected send<R>(connection: Connection, command: string[], parse: (reply: unknown) => R): Promise<R> {
     const firstKey = command[2] === '0' ? undefined : command[3];
     const scripting = modes.get(connection);
-    if (scripting?.functions) return parse(await callFunction(connection, this, firstKey, command));
+    if (scripting?.functions) return this.asFunction(connection, command, parse, firstKey);
     command[0] = 'EVALSHA';
     command[1] = this.sha;
+    // The common case, EVALSHA answered, costs one promise: no async frame (issue 12).
+    let reply: Promise<unknown>;
     try {
-      try {
-        return parse(await connection.send(firstKey, command));
-      } catch (error) {
-        if (!(error instanceof Error) || !error.message.startsWith('NOSCRIPT')) throw error;
-        command[0] = 'EVAL';
-        command[1] = this.source;
-        return parse(await connection.send(firstKey, command));
-      }
+      reply = connection.send(firstKey, command);
+    } catch (error) {
+      return this.afterEvalsha(connection, command, parse, firstKey, scripting, error);
+    }
+    return reply.then(parse, (error: unknown) => this.afterEvalsha(connection, command, parse, firstKey, scripting, error));
+  }
+
+  /** Sends `command` as a call of the script's function (see functions.ts). */
+  private async asFunction<R>(connection: Connection, command: string[], parse: (reply: unknown) => R, firstKey: string | undefined): Promise<R> {
+    return parse(await callFunction(connection, this, firstKey, command));
+  }
+
+  /**
+   * `send` after EVALSHA failed with `first`: EVAL when the server did not know the script (NOSCRIPT);
+   * functions from now on when `auto` finds EVALSHA or EVAL refused (NOPERM); else the error (a
+   * `PermissionError` for an ACL refusal).
+   */
+  private async afterEvalsha<R>(connection: Connection, command: string[], parse: (reply: unknown) => R, firstKey: string | undefined, scripting: Scripting | undefined, first: unknown): Promise<R> {
+    try {
+      if (!(first instanceof Error) || !first.message.startsWith('NOSCRIPT')) throw first;
+      command[0] = 'EVAL';
+      command[1] = this.source;
+      return parse(await connection.send(firstKey, command));
     } catch (error) {
       const denied = deniedBy(error, command[0].toLowerCase());
       if (scripting?.auto && denied?.permission === 'command' && (denied.command === 'evalsha' || denied.command === 'eval')) {
