@@ -591,4 +591,13 @@ export const CATALOGUE: readonly CatalogueEntry[] = [
     tests: [CORE],
     pattern: '(multi-lock|RedLock): a task whose lease ran out and that unlocks late',
   },
+  {
+    id: 'long-timer',
+    mechanism: 'a timer longer than setTimeout can wait (2^31 − 1 ms) waits in steps: a 30-day lease does not end at once',
+    file: 'src/time.ts',
+    find: '  if (delay <= MAX_TIMER_MS) return setTimeout(fn, delay);',
+    replace: '  return setTimeout(fn, delay);',
+    tests: ['test/lock/long-lease.test.ts'],
+    pattern: '^leases longer than setTimeout can wait a lock handle with a 30-day lease',
+  },
 ];
