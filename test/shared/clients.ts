@@ -28,6 +28,9 @@ export interface ClientFamily {
   cluster(port: number, map?: (address: string) => { host: string; port: number } | undefined): Promise<OpenedClient>;
 }
 
+/** ioredis `disconnectTimeout` (ms) of the test clients (see `close` below). */
+const DISCONNECT_TIMEOUT_MS = 100;
+
 /** ioredis and iovalkey share their API: one opener for both. */
 function ioredisLike(name: string, Redis: typeof IoRedis, Cluster: typeof IoCluster): ClientFamily {
   const opened = async (client: IoRedis | IoCluster): Promise<OpenedClient> => {
@@ -35,9 +38,11 @@ function ioredisLike(name: string, Redis: typeof IoRedis, Cluster: typeof IoClus
     if (client.status !== 'ready') await new Promise((resolve) => client.once('ready', resolve));
     // disconnect(), not quit(): the server may be gone already, and a quit would wait for a reconnect.
     // A connected client resolves at 'end': ioredis closes the socket after the server's answer to its FIN
-    // (or destroys it after `disconnectTimeout`, 2 s), and until then its timer would outlive the file
-    // (issue 17). One that is not connected (reconnecting to a server that is gone) has no socket to wait
-    // for, and emits no 'end'.
+    // (or destroys it after `disconnectTimeout`), and until then its timer would outlive the file
+    // (issue 17). One that is not connected (between reconnect attempts) emits no 'end', and its
+    // disconnect() arms that timer on its closed socket, where nothing clears it: the clients are made with
+    // `disconnectTimeout: 100` ms, so it ends within jest's 500 ms grace for a worker to exit (it kept a
+    // worker 2 s past its last file: the Timeout at AbstractConnector.disconnect from topology.ts's afterAll).
     const close = (): Promise<void> =>
       new Promise((resolve) => {
         if (client.status === 'ready') client.once('end', () => resolve());
@@ -48,12 +53,12 @@ function ioredisLike(name: string, Redis: typeof IoRedis, Cluster: typeof IoClus
   };
   return {
     name,
-    standalone: (url) => opened(new Redis(url, { maxRetriesPerRequest: 3 })),
+    standalone: (url) => opened(new Redis(url, { maxRetriesPerRequest: 3, disconnectTimeout: DISCONNECT_TIMEOUT_MS })),
     cluster: (port, map) =>
       opened(
         new Cluster([{ host: '127.0.0.1', port }], {
           ...(map && { natMap: (address: string) => map(address) ?? null }),
-          redisOptions: { maxRetriesPerRequest: 3 },
+          redisOptions: { maxRetriesPerRequest: 3, disconnectTimeout: DISCONNECT_TIMEOUT_MS },
         } as ConstructorParameters<typeof IoCluster>[1]),
       ),
   };

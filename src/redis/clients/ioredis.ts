@@ -36,12 +36,20 @@ interface IoCluster extends EventSource {
 export type IoRedisConstructor = new (url: string, options: object) => unknown;
 
 /**
+ * ioredis `disconnectTimeout` (ms) of the connections relock creates and closes itself. `disconnect()`
+ * arms a timer for it (then destroys the socket) that only the socket's 'close' clears; on a connection
+ * between reconnect attempts, whose socket closed already, nothing clears it, and at ioredis's default
+ * (2000 ms) `shutdown()` while Redis is down kept the process alive 2 s longer (issue 17).
+ */
+const OWNED_DISCONNECT_TIMEOUT_MS = 100;
+
+/**
  * A connection over an ioredis (or iovalkey) client relock creates for `url` and closes itself: offline
  * queue off (no lock command runs late after a reconnect), `maxRetriesPerRequest: 0`; commands issued
  * before the first connect wait for it (or for its first error).
  */
 export function ioredisUrlConnection(Redis: IoRedisConstructor, url: string, onError: ErrorSink): Connection {
-  const client = outsideContexts(() => new Redis(url, { lazyConnect: true, enableOfflineQueue: false, maxRetriesPerRequest: 0 }) as IoRedis);
+  const client = outsideContexts(() => new Redis(url, { lazyConnect: true, enableOfflineQueue: false, maxRetriesPerRequest: 0, disconnectTimeout: OWNED_DISCONNECT_TIMEOUT_MS }) as IoRedis);
   client.on('error', (e) => onError(e, 'command'));
   return standaloneConnection(client, onError, true);
 }
@@ -83,6 +91,9 @@ const HINT = 'pass an ioredis (v5) or iovalkey `Redis` or `Cluster` ("new Redis(
  *   slot table; waiting uses sharded pub/sub (`SSUBSCRIBE`) on one subscriber connection per primary,
  *   moved when the slot table changes (iovalkey has no sharded subscriber of its own, and ioredis's
  *   needs `shardedSubscribers: true`).
+ * - `disconnectTimeout` (default 2 s): the connections relock opens itself (its duplicates and their
+ *   Cluster nodes, the client for `url`) use 100 ms (`OWNED_DISCONNECT_TIMEOUT_MS`), so `shutdown()`
+ *   while Redis is down leaves no timer that keeps the process alive; your client keeps its own setting.
  */
 export const ioredis: ClientAdapter = {
   family: 'ioredis',
@@ -124,7 +135,7 @@ function subscriberOf(node: IoRedis, onError: ErrorSink, reconnected: Notifier):
     // `autoResendUnfulfilledCommands`: an (UN)SUBSCRIBE in flight when the connection drops is sent again
     // after ioredis's re-subscription (pub/sub commands may run twice); off, its promise would never settle
     // while ioredis subscribes the channel again.
-    const client = node.duplicate({ lazyConnect: true, enableOfflineQueue: true, autoResubscribe: true, autoResendUnfulfilledCommands: true, keyPrefix: '' });
+    const client = node.duplicate({ lazyConnect: true, enableOfflineQueue: true, autoResubscribe: true, autoResendUnfulfilledCommands: true, keyPrefix: '', disconnectTimeout: OWNED_DISCONNECT_TIMEOUT_MS });
     client.on('error', (e) => onError(e, 'subscriber'));
     client.on('ready', reconnected.afterFirst(false));
     client.connect().catch(() => {});
@@ -236,7 +247,7 @@ async function closeOwned(client: IoRedis | IoCluster): Promise<void> {
 function standaloneConnection(client: IoRedis, onError: ErrorSink, ownsClient = false): Connection {
   const { commands, owned } = ownsClient
     ? { commands: client, owned: true }
-    : commandClient(client, client.options?.autoResendUnfulfilledCommands === false, () => client.duplicate({ keyPrefix: '', autoResendUnfulfilledCommands: false }), onError);
+    : commandClient(client, client.options?.autoResendUnfulfilledCommands === false, () => client.duplicate({ keyPrefix: '', autoResendUnfulfilledCommands: false, disconnectTimeout: OWNED_DISCONNECT_TIMEOUT_MS }), onError);
   // A client relock owns starts connecting now; commands wait for that instead of failing while it is
   // offline, until it connects or reports its first error (then the caller's retry policy decides).
   let connecting: Promise<unknown> | undefined = ownsClient ? outsideContexts(() => client.connect()) : undefined;
@@ -305,7 +316,7 @@ function clusterConnection(cluster: IoCluster, onError: ErrorSink): Connection {
   const { commands, owned } = commandClient(
     cluster,
     cluster.options?.retryDelayOnFailover === 0 && nodeOptions?.autoResendUnfulfilledCommands === false,
-    () => cluster.duplicate(undefined, { keyPrefix: '', retryDelayOnFailover: 0, redisOptions: { ...nodeOptions, keyPrefix: '', autoResendUnfulfilledCommands: false } }),
+    () => cluster.duplicate(undefined, { keyPrefix: '', retryDelayOnFailover: 0, redisOptions: { ...nodeOptions, keyPrefix: '', autoResendUnfulfilledCommands: false, disconnectTimeout: OWNED_DISCONNECT_TIMEOUT_MS } }),
     onError,
   );
   const reconnected = new Notifier();
