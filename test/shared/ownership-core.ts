@@ -149,15 +149,18 @@ export function ownershipCoreTests(topology: () => Topology): void {
           expect(await l.tryLock(5, 10, 'seconds')).toBe(true);
           await l.unlock();
         }
+        let aIn!: () => void;
         let bIn!: () => void;
+        const aHolds = new Promise<void>((resolve) => (aIn = resolve));
         const bHolds = new Promise<void>((resolve) => (bIn = resolve));
         const a = (async () => {
           expect(await lock.tryLock(0, 0.4, 'seconds')).toBe(true);
+          aIn();
           await bHolds;
           return lock.unlock();
         })();
         const b = (async () => {
-          await sleep(1); // B's call starts after A's, in a task of its own
+          await aHolds; // B's call starts once A holds, in a task of its own
           expect(await lock.tryLock(5, 10, 'seconds')).toBe(true); // granted once A's lease ran out
           bIn();
           await expect(a).rejects.toBeInstanceOf(IllegalMonitorStateError);
