@@ -301,7 +301,6 @@ class KeyLost extends Step {
   }
 }
 
-/** An acquire of another kind of lock (a spin lock) on the lock's key: refused with `WrongTypeError`, nothing changed. */
 /**
  * Redis loses the key and at once another owner takes the lock (the stale holder's next renewal then finds
  * the key held by someone else: it must see that the hold is not its own).
@@ -314,8 +313,7 @@ class KeyLostThenTaken extends Step {
     return m.holder !== undefined && m.holder.owner !== this.owner;
   }
   async apply(m: Model, r: Real): Promise<void> {
-    await harness.redis.del(r.key);
-    ended(m);
+    await new KeyLost().apply(m, r);
     await new Acquire(this.owner, undefined, false).apply(m, r);
   }
   toString(): string {
@@ -323,6 +321,7 @@ class KeyLostThenTaken extends Step {
   }
 }
 
+/** An acquire of another kind of lock (a spin lock) on the lock's key: refused with `WrongTypeError`, nothing changed. */
 class OtherKind extends Step {
   constructor(readonly owner: number) {
     super();
