@@ -87,17 +87,15 @@ export interface StandaloneOptions {
 }
 
 /**
- * The user's client of `family` (opened before the file's tests, closed after them), or undefined for
- * node-redis, which the topology opens itself.
+ * The user's client of `family` (opened before the file's tests, closed after them with `closeAfterAll`,
+ * while its server still runs), or undefined for node-redis, which the topology opens itself.
  */
-function useFamilyClient(family: ClientFamily | undefined, open: (family: ClientFamily) => Promise<OpenedClient>): () => object | undefined {
+function useFamilyClient(family: ClientFamily | undefined, open: (family: ClientFamily) => Promise<OpenedClient>, closeAfterAll: (close: () => Promise<unknown>) => void): () => object | undefined {
   let opened: OpenedClient | undefined;
   beforeAll(async () => {
     if (family) opened = await open(family);
   }, 60_000);
-  afterAll(async () => {
-    await opened?.close();
-  });
+  closeAfterAll(async () => opened?.close());
   return () => opened?.client;
 }
 
@@ -108,7 +106,7 @@ function useFamilyClient(family: ClientFamily | undefined, open: (family: Client
 export function useStandaloneTopology(options: StandaloneOptions = {}): () => Topology {
   const { family } = options;
   const env = useRedis();
-  const familyClient = useFamilyClient(family, (f) => f.standalone(env.server.url));
+  const familyClient = useFamilyClient(family, (f) => f.standalone(env.server.url), env.closeBeforeStop);
   const dispose = useDisposer();
   const { scripting, acl } = options;
   const user = acl && { username: `relock-${acl.mode}`, password: 'least-privilege' };
@@ -118,7 +116,7 @@ export function useStandaloneTopology(options: StandaloneOptions = {}): () => To
       await env.redis.sendCommand(['ACL', 'SETUSER', user.username, ...aclRule(acl.mode, acl.keyPrefix, user.password)]);
       userRedis = await connect(env.server.url, user);
     });
-    afterAll(async () => userRedis?.close());
+    env.closeBeforeStop(async () => userRedis?.close());
   }
   const defaults = { ...(scripting && { scripting }), ...(acl && { keyPrefix: acl.keyPrefix }) };
   return () => ({
@@ -171,15 +169,21 @@ export function useClusterTopology(family?: ClientFamily): { topology: () => Top
     cluster = await startCluster();
     redis = await cluster.connect();
   }, 60_000);
-  const familyClient = useFamilyClient(family, (f) => f.cluster(cluster.nodes[0]!.port));
+  // Its afterAll is declared before the one that stops the cluster: the client closes first.
+  const familyClient = useFamilyClient(family, (f) => f.cluster(cluster.nodes[0]!.port), (close) => afterAll(close));
   afterEach(async () => {
     await Promise.all(clients.splice(0).map((c) => c.shutdown()));
   });
   // Registered after the hook above: lock clients shut down before the connections and proxies close.
   const dispose = useDisposer();
   afterAll(async () => {
-    for (const channel of channels) expect(await shardSubscribers(channel)).toBe(0);
-    await cluster?.stop();
+    // Stopped even when a subscription was left behind: the file fails either way, and a cluster left
+    // running (six redis-servers, a connected client) would keep the jest worker alive until jest kills it.
+    try {
+      for (const channel of channels) expect(await shardSubscribers(channel)).toBe(0);
+    } finally {
+      await cluster?.stop();
+    }
   });
   const topology = (): Topology => ({
     name: family ? `cluster on ${family.name}` : 'cluster',

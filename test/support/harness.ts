@@ -1,7 +1,8 @@
 /**
  * The set-up most test files share: a redis-server of the file's own, a node-redis client on it, and
  * after each test the lock clients made with `lockClient()` closed and the child processes (workers, CLI
- * runs) the test started stopped.
+ * runs) the test started stopped; after the file, the clients registered with `closeBeforeStop` closed,
+ * then the server stopped.
  */
 import { afterAll, afterEach, beforeAll } from '@jest/globals';
 import { closeAll, connect, type JsonLinesProcess, type Redis, type Worker } from './helpers.js';
@@ -14,6 +15,15 @@ export interface RedisHarness<P extends JsonLinesProcess = Worker> {
   readonly redis: Redis;
   /** Child processes to stop after the current test: a test pushes the ones it starts. */
   readonly workers: P[];
+  /**
+   * Registers `close` (of a client on the file's server) to run after the file's tests, before the
+   * server stops; the last registered runs first. jest runs a file's `afterAll` hooks in the order they
+   * were declared, so a client closed in an `afterAll` of its own, declared after this harness, would be
+   * closed once its server is gone: it is between reconnect attempts then, and its pending retry timer
+   * (node-redis's reconnect backoff, up to 2.2 s, which `close()` does not cancel; ioredis's
+   * `disconnectTimeout`) outlives the file and keeps a jest worker from exiting (issue 17).
+   */
+  closeBeforeStop(close: () => Promise<unknown>): void;
 }
 
 /** Registers the hooks of a test file. `stopWorker` defaults to `stop()` (a kill). */
@@ -21,6 +31,7 @@ export function useRedis<P extends JsonLinesProcess = Worker>(options: { server?
   let server: RedisServer | undefined;
   let redis: Redis | undefined;
   const workers: P[] = [];
+  const closers: Array<() => Promise<unknown>> = [];
   const stopWorker = options.stopWorker ?? ((worker: P) => worker.stop());
   beforeAll(async () => {
     server = await startRedis(options.server);
@@ -31,8 +42,12 @@ export function useRedis<P extends JsonLinesProcess = Worker>(options: { server?
     await closeAll();
   });
   afterAll(async () => {
-    await redis?.close();
-    await server?.stop();
+    try {
+      for (const close of closers.splice(0).reverse()) await close();
+      await redis?.close();
+    } finally {
+      await server?.stop();
+    }
   });
   return {
     get server() {
@@ -42,5 +57,6 @@ export function useRedis<P extends JsonLinesProcess = Worker>(options: { server?
       return redis!;
     },
     workers,
+    closeBeforeStop: (close) => void closers.push(close),
   };
 }
