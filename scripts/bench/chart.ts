@@ -18,6 +18,8 @@ const COLORS: Record<Impl, string> = {
   'relock-ioredis': '#7fbc41',
   'relock-glide': '#5aae61',
   floor: '#888888',
+  'floor-ioredis': '#999999',
+  'floor-setnx': '#aaaaaa',
   'floor-glide': '#bbbbbb',
   redlock: '#c51b7d',
   'redlock-tuned': '#8e0152',

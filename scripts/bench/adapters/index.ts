@@ -16,14 +16,6 @@ export interface Adapters {
   close(): Promise<void>;
 }
 
-/**
- * Opens the adapters of `impls` against one Redis. relock (and `relock-base`) and the floor share one node-redis client
- * made with `createClient({ url })` and nothing else (node-redis 6 defaults, per-command timeout
- * included: relock must not pay it). relock-ioredis and the peers share one ioredis client, made with
- * `new Redis(url, { autoResendUnfulfilledCommands: false })` (so that relock sends on it rather than on a
- * duplicate: src/redis/clients/ioredis.ts); `relock-glide` and `floor-glide` get a GlideClient each. Libraries are imported only when asked for, so that a child
- * process measuring one of them starts quickly.
- */
 /** relock, or the floor, on a `GlideClient` of its own (default configuration), closed with the adapter. */
 async function glideAdapter(impl: 'relock-glide' | 'floor-glide', options: AdapterOptions): Promise<Adapter> {
   const { GlideClient } = await import('@valkey/valkey-glide');
@@ -36,15 +28,28 @@ async function glideAdapter(impl: 'relock-glide' | 'floor-glide', options: Adapt
   return { ...adapter, close: () => adapter.close().finally(() => glide.close()) };
 }
 
+/** The libraries on the shared node-redis client; those on GLIDE have clients of their own, the rest share the ioredis one. */
+const ON_NODE_REDIS: readonly Impl[] = ['relock', 'relock-base', 'floor', 'floor-setnx'];
+const ON_GLIDE: readonly Impl[] = ['relock-glide', 'floor-glide'];
+
+/**
+ * Opens the adapters of `impls` against one Redis. relock (and `relock-base`), `floor` and `floor-setnx`
+ * share one node-redis client made with `createClient({ url })` and nothing else (node-redis 6 defaults,
+ * per-command timeout included: relock must not pay it). relock-ioredis, `floor-ioredis` and the peers
+ * share one ioredis client, made with `new Redis(url, { autoResendUnfulfilledCommands: false })` (so that
+ * relock sends on it rather than on a duplicate: src/redis/clients/ioredis.ts); `relock-glide` and
+ * `floor-glide` get a GlideClient each (and no ioredis client is opened for them). Libraries are imported
+ * only when asked for, so that a child process measuring one of them starts quickly.
+ */
 export async function openAdapters(impls: readonly Impl[], options: AdapterOptions): Promise<Adapters> {
   let redis: ReturnType<typeof createClient> | undefined;
-  if (impls.some((impl) => impl === 'relock' || impl === 'relock-base' || impl === 'floor')) {
+  if (impls.some((impl) => ON_NODE_REDIS.includes(impl))) {
     redis = createClient({ url: options.url });
     redis.on('error', () => {});
     await redis.connect();
   }
   let ioredis: Redis | undefined;
-  if (impls.some((impl) => impl !== 'relock' && impl !== 'relock-base' && impl !== 'floor')) {
+  if (impls.some((impl) => !ON_NODE_REDIS.includes(impl) && !ON_GLIDE.includes(impl))) {
     ioredis = new Redis(options.url, { autoResendUnfulfilledCommands: false });
     ioredis.on('error', () => {});
   }
@@ -54,7 +59,8 @@ export async function openAdapters(impls: readonly Impl[], options: AdapterOptio
     else if (impl === 'relock-base') list.push((await import('./relock.js')).relockAdapter(redis!, options, impl, await baseline(options)));
     else if (impl === 'relock-ioredis') list.push((await import('./relock.js')).relockAdapter(ioredis!, options, impl));
     else if (impl === 'relock-glide' || impl === 'floor-glide') list.push(await glideAdapter(impl, options));
-    else if (impl === 'floor') list.push(await (await import('./floor.js')).floorAdapter(redis!));
+    else if (impl === 'floor' || impl === 'floor-setnx') list.push(await (await import('./floor.js')).floorAdapter(redis!, impl));
+    else if (impl === 'floor-ioredis') list.push(await (await import('./floor.js')).ioredisFloorAdapter(ioredis!));
     else if (impl === 'redis-semaphore' || impl === 'redis-semaphore-tuned') list.push((await import('./redis-semaphore.js')).redisSemaphoreAdapter(ioredis!, options, impl === 'redis-semaphore-tuned'));
     else list.push((await import('./redlock.js')).redlockAdapter(impl, ioredis!, options));
   }

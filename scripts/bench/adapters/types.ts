@@ -6,14 +6,15 @@
 
 /**
  * The libraries measured: `floor` is two bare EVALSHA round trips per cycle on relock's node-redis client
- * (its command options set once); `*-tuned` are peers with a short retry interval; `relock-base` is relock
+ * (its command options set once), `floor-setnx` the same with a plain `SET NX PX` acquire, `floor-ioredis`
+ * the floor on the ioredis client the peers share; `*-tuned` are peers with a short retry interval; `relock-base` is relock
  * built from another source tree (`--baseline DIR`), for a before/after in one run; `relock-ioredis` is
  * relock on the ioredis client the peers use (one client, shared); `relock-glide` is relock on a Valkey
  * GLIDE 2 client (`GlideClient`), `floor-glide` the floor on one.
  */
-export type Impl = 'relock' | 'relock-base' | 'relock-ioredis' | 'relock-glide' | 'redlock' | 'redlock-tuned' | 'sesamecare-redlock' | 'redis-semaphore' | 'redis-semaphore-tuned' | 'floor' | 'floor-glide';
+export type Impl = 'relock' | 'relock-base' | 'relock-ioredis' | 'relock-glide' | 'redlock' | 'redlock-tuned' | 'sesamecare-redlock' | 'redis-semaphore' | 'redis-semaphore-tuned' | 'floor' | 'floor-ioredis' | 'floor-setnx' | 'floor-glide';
 
-export const ALL_IMPLS: readonly Impl[] = ['relock', 'relock-ioredis', 'relock-glide', 'floor', 'floor-glide', 'redlock', 'redlock-tuned', 'sesamecare-redlock', 'redis-semaphore', 'redis-semaphore-tuned'];
+export const ALL_IMPLS: readonly Impl[] = ['relock', 'relock-ioredis', 'relock-glide', 'floor', 'floor-ioredis', 'floor-setnx', 'floor-glide', 'redlock', 'redlock-tuned', 'sesamecare-redlock', 'redis-semaphore', 'redis-semaphore-tuned'];
 
 /** The peers, default and tuned: what `×best peer` compares with. */
 export const PEERS: readonly Impl[] = ['redlock', 'redlock-tuned', 'sesamecare-redlock', 'redis-semaphore', 'redis-semaphore-tuned'];
@@ -24,8 +25,14 @@ export const PEERS: readonly Impl[] = ['redlock', 'redlock-tuned', 'sesamecare-r
  */
 export const IN_PROCESS_ONLY: readonly Impl[] = ['relock-base', 'redlock-tuned', 'redis-semaphore-tuned'];
 
-/** Whether `impl` is a floor (two bare round trips, no waiting: scenarios 1 and 2 only). */
-export const isFloor = (impl: Impl): boolean => impl === 'floor' || impl === 'floor-glide';
+/**
+ * The floors: two bare round trips per cycle and no waiting, measured only where nobody waits (scenarios
+ * 1, 2 and 8). `×floor` is against `floor`, relock's node-redis floor; the others are further references.
+ */
+const FLOORS: readonly Impl[] = ['floor', 'floor-ioredis', 'floor-setnx', 'floor-glide'];
+
+/** Whether `impl` is a floor (see `FLOORS`). */
+export const isFloor = (impl: Impl): boolean => FLOORS.includes(impl);
 
 /** A lock (or one permit of a semaphore) as one task sees it: acquire, then release what it took. */
 export interface Mutex {
@@ -59,7 +66,7 @@ export interface AdapterOptions {
  * The commands each library sends to Redis itself, as named in INFO commandstats. Commands that its
  * scripts run inside Redis are counted there too; counting only these counts requests (round trips),
  * not the work each script does. relock: its scripts, the batched UNLINK of unlock latches, and
- * (un)subscribing; redis-semaphore: `SET NX` to take a mutex, scripts for the rest.
+ * (un)subscribing; redis-semaphore and `floor-setnx`: `SET NX` to take a mutex, scripts for the rest.
  */
 export const REQUEST_COMMANDS: Readonly<Record<Impl, readonly string[]>> = {
   relock: ['evalsha', 'eval', 'unlink', 'subscribe', 'unsubscribe'],
@@ -67,6 +74,8 @@ export const REQUEST_COMMANDS: Readonly<Record<Impl, readonly string[]>> = {
   'relock-ioredis': ['evalsha', 'eval', 'unlink', 'subscribe', 'unsubscribe'],
   'relock-glide': ['evalsha', 'eval', 'unlink', 'subscribe', 'unsubscribe'],
   floor: ['evalsha'],
+  'floor-ioredis': ['evalsha'],
+  'floor-setnx': ['set', 'evalsha'],
   'floor-glide': ['evalsha'],
   redlock: ['evalsha', 'eval'],
   'redlock-tuned': ['evalsha', 'eval'],

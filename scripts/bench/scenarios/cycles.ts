@@ -4,7 +4,7 @@ import { acquireUntilGranted, closedLoop, inRounds, redisFigures, type BenchCont
 
 /**
  * Acquire + release cycles with nobody waiting: `tasks` loops, each on its own key, for every library
- * (the floor included), in rotating rounds. Figures: cycles per second (and its ratio to the floor's and
+ * (the floors included), in rotating rounds. Figures: cycles per second (and its ratio to the floor's and
  * to the best peer's, default or tuned: ratios of the medians), cycle latency p50/p99/max, Redis
  * requests, calls and server µs per cycle.
  */
@@ -39,7 +39,9 @@ export function withRatios(rows: Row[]): Row[] {
 
 /**
  * Adds `xFloor` and `xBestPeer` for `figure`: its value over the floor's (when the floor has one) and over
- * the best peer's, default or tuned; the best is the highest or the lowest value, as `better` says.
+ * the best peer's, default or tuned; the best is the highest or the lowest value, as `better` says. The
+ * floor is `floor`, relock's node-redis floor; `floor-ioredis`, `floor-setnx` and `floor-glide` are further
+ * references, with their own ratio to it.
  */
 export function withRatiosOf(rows: Row[], figure: string, better: 'higher' | 'lower'): Row[] {
   const value = (impl: Impl): number | undefined => rows.find((r) => r.impl === impl)?.figures[figure];
