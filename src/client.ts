@@ -17,7 +17,7 @@ import { RReadWriteLock } from './read-write-lock/read-write-lock.js';
 import { Channels } from './pubsub/channels.js';
 import type { Connection } from './redis/connection.js';
 import { openConnection } from './redis/clients/index.js';
-import { DEFAULT_RETRY, Executor, type RetryPolicy } from './redis/executor.js';
+import { DEFAULT_RETRY, Executor, withoutListenerLimit, type RetryPolicy } from './redis/executor.js';
 import { UnlockLatches } from './redis/latches.js';
 import { ReplicaSync } from './redis/replica-sync.js';
 import { useScripting, type ScriptingMode } from './redis/script.js';
@@ -168,7 +168,8 @@ export class LockClient extends EventEmitter<LockClientEvents> {
   readonly id: string = randomId();
   private readonly core: Core;
   private closed = false;
-  private readonly closing = new AbortController();
+  /** Aborted when `shutdown()` starts; every background pause listens to it (no listener limit, see `Executor.closing`). */
+  private readonly closing = withoutListenerLimit(new AbortController());
   private shutdownPromise: Promise<void> | undefined;
 
   /** @internal Use `createLockClient()`. */

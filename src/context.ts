@@ -28,6 +28,14 @@ export interface LockContext {
   unsettled?: Map<string, Unsettled>;
   /** Acquisition attempts of this owner in flight, by hold key: an unlock of the owner waits for them. */
   flights?: Map<string, Flights>;
+  /**
+   * For a detached owner whose hold a lock object keeps among its contextless holds (see `RLock`): monotonic
+   * ms after which that hold's lease has ended (Infinity while the watchdog renews it). The hold's record
+   * is the context itself (no object of its own per held lock).
+   */
+  until?: number;
+  /** For such an owner: an `unlock()` is releasing its hold. */
+  releasing?: boolean;
 }
 
 /** A lock left unsettled for an owner by a lost reply (see `LockContext.unsettled`). */
@@ -44,12 +52,20 @@ export interface Flights {
   readonly idle: Array<() => void>;
 }
 
-/** A lock held by a context: how many times, and since when (monotonic ms, for the hold-time log). */
+/** A lock held by a context: how many times, and since when (monotonic ms, for the debug log's hold time; 0 when debug logging is off). */
 export interface Hold {
   count: number;
   readonly since: number;
-  /** One entry per hold, innermost last: true when the watchdog renews it, false when it has a lease. */
-  readonly renewed: boolean[];
+  /**
+   * One entry per hold, innermost last: true when the watchdog renews it, false when it has a lease. The
+   * flag of a single hold inline (most holds: no list kept per held lock), a list from the second on.
+   */
+  renewed: boolean | boolean[];
+}
+
+/** Whether any hold of `hold` is renewed by the watchdog. */
+export function anyRenewed(hold: Hold): boolean {
+  return hold.renewed === true || (Array.isArray(hold.renewed) && hold.renewed.includes(true));
 }
 
 /**
@@ -110,7 +126,7 @@ export function newId(): string {
 
 /** A context that is not entered: the owner of one acquisition made outside any context (`owner`: a caller-given owner id). */
 export function detachedContext(owner?: string): LockContext {
-  return owner === undefined ? { id: newId(), parent: undefined, holds: new HeldLocks(), detached: true } : { id: newId(), parent: undefined, holds: new HeldLocks(), detached: true, owner };
+  return owner === undefined ? { id: newId(), parent: undefined, holds: new HeldLocks(), detached: true, until: 0, releasing: false } : { id: newId(), parent: undefined, holds: new HeldLocks(), detached: true, owner, until: 0, releasing: false };
 }
 
 /** The innermost context of the caller, if any. */
@@ -165,13 +181,13 @@ export function allLanded(ctx: LockContext, holdKey: string): Promise<void> | un
 export function recordAcquired(ctx: LockContext, holdKey: string, renewed: boolean, now: number): Hold {
   const hold = ctx.holds.get(holdKey);
   if (!hold) {
-    // The list made with its one entry: a list that grows from empty reserves room for 16.
-    const first: Hold = { count: 1, since: now, renewed: [renewed] };
+    const first: Hold = { count: 1, since: now, renewed };
     ctx.holds.set(holdKey, first);
     return first;
   }
   hold.count++;
-  hold.renewed.push(renewed);
+  if (Array.isArray(hold.renewed)) hold.renewed.push(renewed);
+  else hold.renewed = [hold.renewed, renewed];
   return hold;
 }
 
@@ -180,7 +196,9 @@ export function recordAcquired(ctx: LockContext, holdKey: string, renewed: boole
  * handle), else the innermost hold's (holds are released innermost first), else true.
  */
 export function releasedRenewed(ctx: LockContext, holdKey: string, renewed: boolean | undefined): boolean {
-  return renewed ?? ctx.holds.get(holdKey)?.renewed.at(-1) ?? true;
+  if (renewed !== undefined) return renewed;
+  const flags = ctx.holds.get(holdKey)?.renewed;
+  return (Array.isArray(flags) ? flags.at(-1) : flags) ?? true;
 }
 
 /**
@@ -190,8 +208,11 @@ export function releasedRenewed(ctx: LockContext, holdKey: string, renewed: bool
 export function recordReleased(ctx: LockContext, holdKey: string, renewed: boolean, all = false): Hold | undefined {
   const hold = ctx.holds.get(holdKey);
   if (!hold) return undefined;
-  const i = hold.renewed.lastIndexOf(renewed);
-  hold.renewed.splice(i >= 0 ? i : hold.renewed.length - 1, 1);
+  const flags = hold.renewed;
+  if (Array.isArray(flags)) {
+    const i = flags.lastIndexOf(renewed);
+    flags.splice(i >= 0 ? i : flags.length - 1, 1);
+  }
   if (all || --hold.count <= 0) ctx.holds.delete(holdKey);
   return hold;
 }

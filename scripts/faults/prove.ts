@@ -77,7 +77,7 @@ export const PROOFS: Proof[] = [
     checker: 'liveness',
     mutant: 'a new lock gets 10 leases of TTL instead of one: a holder killed before its first renewal blocks the lock for 6 s',
     scenario: 'holder-kill',
-    mutations: [{ file: LOCK_SCRIPTS, find: "  redis.call('pexpire', lock, leaseMs)\nend\nlocal function enter()", replace: "  redis.call('pexpire', lock, leaseMs * 10)\nend\nlocal function enter()" }],
+    mutations: [{ file: LOCK_SCRIPTS, find: "  redis.call('pexpire', lock, leaseMs)`;", replace: "  redis.call('pexpire', lock, leaseMs * 10)`;" }],
   },
   {
     checker: 'starvation',

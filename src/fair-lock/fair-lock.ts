@@ -1,9 +1,7 @@
 import type { Core } from '../core.js';
 import { auxName } from '../keys.js';
-import { RLock, type Grant } from '../lock/lock.js';
+import { RLock } from '../lock/lock.js';
 import type { AcquireResult } from '../lock/scripts.js';
-import { WAKE_ONE } from '../pubsub/channel.js';
-import type { Attempt } from '../pubsub/wait.js';
 import { monotonic } from '../time.js';
 import { FAIR_ACQUIRE, FAIR_FORCE_UNLOCK, FAIR_LEAVE, FAIR_UNLOCK } from './scripts.js';
 
@@ -91,27 +89,28 @@ export class RFairLock extends RLock {
     });
   }
 
+  /** A waiter listens on its own channel: an unlock wakes only the head of the queue. */
+  protected override waitChannel(owner: string): string {
+    return this.waiterChannel(owner);
+  }
+
   /**
-   * Waits on the owner's own channel. A wait that ends without the lock (wait time over, abort, error)
-   * leaves the queue: awaited when the wait time ran out (so a `false` from `tryLock` means the owner is
-   * no longer queued, unless the connection was down, see `LEAVE_WAIT_MS`), in the background otherwise (the command is sent before any later one of this
+   * A call that may wait is counted among the owner's waiting calls (the acquire script's `join`) until it
+   * ends. One that ends without the lock leaves the queue: awaited when the wait time ran out (so a `false`
+   * from `tryLock` means the owner is no longer queued, unless the connection was down, see
+   * `LEAVE_WAIT_MS`), in the background otherwise (the command is sent before any later one of this
    * client, and the waiter's deadline removes it anyway if Redis cannot be reached).
    */
-  protected override async waitForLock(waitMs: number, signal: AbortSignal | undefined, attempt: (deadline: number | undefined) => Promise<Attempt<Grant>>, owner: string): Promise<Grant | undefined> {
-    if (waitMs <= 0) return this.waitOn(this.waiterChannel(owner), WAKE_ONE, waitMs, signal, attempt);
-    this.waiting.set(owner, (this.waiting.get(owner) ?? 0) + 1);
-    let grant: Grant | undefined;
-    let leaving: Promise<void> | undefined;
-    try {
-      grant = await this.waitOn(this.waiterChannel(owner), WAKE_ONE, waitMs, signal, attempt);
-    } finally {
-      const left = this.waiting.get(owner)! - 1;
-      if (left > 0) this.waiting.set(owner, left);
-      else this.waiting.delete(owner);
-      if (!grant && left === 0) leaving = this.leave(owner);
-    }
-    await leaving;
-    return grant;
+  protected override beginWait(owner: string, waitMs: number): void {
+    if (waitMs > 0) this.waiting.set(owner, (this.waiting.get(owner) ?? 0) + 1);
+  }
+
+  protected override endWait(owner: string, waitMs: number, granted: boolean): Promise<void> | undefined {
+    if (waitMs <= 0) return undefined;
+    const left = this.waiting.get(owner)! - 1;
+    if (left > 0) this.waiting.set(owner, left);
+    else this.waiting.delete(owner);
+    return !granted && left === 0 ? this.leave(owner) : undefined;
   }
 
   protected override runUnlock(owner: string, latch: string, attempt: number, guard: string): Promise<number | null> {

@@ -1,17 +1,17 @@
 import { pause } from '../backoff.js';
-import { noteTaskHold, taskHolds } from '../task-holds.js';
-import { allLanded, detachedContext, landed, owningContext, recordAcquired, recordReleased, releasedRenewed, takeOff, type Hold, type LockContext, type Unsettled } from '../context.js';
+import { noteTaskHold, taskHolds, type TaskHold } from '../task-holds.js';
+import { allLanded, anyRenewed, detachedContext, landed, owningContext, recordAcquired, recordReleased, releasedRenewed, takeOff, type Hold, type LockContext, type Unsettled } from '../context.js';
 import type { Core } from '../core.js';
 import { ClientClosedError, IllegalMonitorStateError, InvalidArgumentError, LockAcquireTimeoutError, LockLostError, RedisUnavailableError } from '../errors.js';
 import { auxName, mainKey } from '../keys.js';
 import type { ObjectKind } from '../kinds.js';
 import type { MetricKind } from '../observe/kinds.js';
-import { probed, type AcquireProbe } from '../observe/observer.js';
-import { WAKE_ONE, type WakeRule } from '../pubsub/channel.js';
-import { clientWait, type Attempt } from '../pubsub/wait.js';
+import { QUIET_PROBE, type AcquireProbe } from '../observe/observer.js';
+import { WAKE_ONE, type Channel, type WakeRule } from '../pubsub/channel.js';
+import { waitDeadline, waitMore, type Attempt } from '../pubsub/wait.js';
 import { checkOptions, leaseMillis, monotonic, optionLease, optionWait, refuseOptionsObject, requireUnit, waitMillis, type TimeUnit } from '../time.js';
-import type { RunOptions } from '../redis/executor.js';
-import { HoldSignal, type RenewalKind, type WatchdogHold } from '../watchdog/hold.js';
+import type { Request } from '../redis/executor.js';
+import { HoldSignal, type ReleasedHold, type RenewalKind, type WatchdogHold } from '../watchdog/hold.js';
 import { KeyEvents, type LockEvent } from './events.js';
 import { LockHandle } from './handle.js';
 import { ACQUIRE, FORCE_UNLOCK, RENEW, UNLOCK, type AcquireResult } from './scripts.js';
@@ -97,40 +97,174 @@ export interface AcquireOptions {
 /** Field names of lock hashes that are not owners. */
 const RESERVED_FIELDS = new Set(['kind', 'mode']);
 
-/**
- * One acquisition call in progress, and its guard against lost replies: `before` is the owner's hold
- * count before it; once an attempt failed ambiguously (or an earlier call of the owner left the lock
- * unsettled, see `LockContext.unsettled`), attempts ask the script not to add a second hold.
- */
-interface Acquisition {
+/** An acquisition call that got the lock: its owner and its grant (see `RLock.acquireForCaller`). */
+export interface Taken {
   readonly ctx: LockContext;
-  readonly owner: string;
-  /** Lease in ms (the watchdog's when none was given). */
-  readonly lease: number;
-  /** The owner's hold record before the call, if any. */
-  readonly hold: Hold | undefined;
-  /** Its count, sent with every attempt; 0 once Redis answered that those holds had ended (see `holdEnded`). */
-  before: number;
-  armed: boolean;
-  /** Attempts sent. */
-  sent: number;
-  /** Monotonic send time of the latest attempt. */
-  sentAt: number;
-  /** An attempt is in flight and counted in `ctx.flights` (context owners only). */
-  flying: boolean;
-  /** The call is over: replies of attempts it gave up on no longer say anything about it. */
-  done: boolean;
+  readonly grant: Grant;
 }
 
-/** A hold of one contextless acquisition of a lock object, not yet released. */
-interface Contextless {
-  /** Its owner: a detached context of its own. */
-  readonly ctx: LockContext;
-  /** Monotonic ms after which its lease has ended; Infinity while the watchdog renews it. */
-  readonly until: number;
-  /** An `unlock()` is releasing it. */
-  releasing: boolean;
+/** An attempt that found the lock busy, as the wait loops take it. */
+export type Refused = Extract<Attempt<Grant>, { acquired: false }>;
+
+/** What `Acquisition` and `Unlock` ask of their lock: `RLock`'s private steps, set by its static block. */
+interface CallSteps {
+  expects(lock: RLock): { key: string; kind: ObjectKind };
+  send(acq: Acquisition): Promise<AcquireResult>;
+  answered(acq: Acquisition, result: AcquireResult): unknown;
+  failed(acq: Acquisition): void;
+  ambiguous(acq: Acquisition): void;
+  late(acq: Acquisition, results: AcquireResult[]): void;
+  sendUnlock(call: Unlock, attempt: number): Promise<number | null>;
+  unlocked(call: Unlock, reply: number | null): void;
+  unlockFailed(call: Unlock): void;
 }
+
+/** @internal Set by `RLock`'s static block. */
+let callSteps: CallSteps;
+
+/**
+ * One acquisition call of a hash lock (RLock and its variants) from its first attempt to its outcome, and
+ * the executor request of each of its attempts (see `Request`: the call's options are its fields, `send`
+ * sends an attempt, `answered` goes on from its result in the reaction of the reply). One object per call:
+ * a call granted at once makes no other (no options, no closures, no frame of the wait loop).
+ *
+ * Its guard against lost replies: `before` is the owner's hold count before the call; once an attempt
+ * failed ambiguously (or an earlier call of the owner left the lock unsettled, see
+ * `LockContext.unsettled`), attempts ask the script not to add a second hold.
+ * @internal Not exported from the package.
+ */
+export class Acquisition implements Request<AcquireResult, unknown>, Taken {
+  readonly idempotent = true;
+  /** Attempts sent. */
+  sent = 0;
+  /** Monotonic send time of the latest attempt. */
+  sentAt = 0;
+  /** An attempt is in flight and counted in `ctx.flights` (context owners only). */
+  flying = false;
+  /** The call is over: replies of attempts it gave up on no longer say anything about it. */
+  done = false;
+  /** The first attempt was refused and the lock's wait runs (`RLock.waitAfter`): attempts answer the wait. */
+  waiting = false;
+  /** The grant, once the call got the lock. */
+  grant!: Grant;
+  /** The unsettled mark this call's ambiguous failure left (or extended), if any (see `RLock.lateResults`). */
+  mark: Unsettled | undefined;
+
+  constructor(
+    readonly lock: RLock,
+    readonly ctx: LockContext,
+    readonly owner: string,
+    /** The caller's wait time in ms (0: one attempt, Infinity: no limit). */
+    readonly waitMs: number,
+    /** The end of the wait, as `waitDeadline` gives it (the executor's `deadline` of every attempt). */
+    readonly deadline: number | undefined,
+    /** The caller's lease in ms; undefined for the watchdog. */
+    readonly leaseMs: number | undefined,
+    /** Lease in ms written by every attempt (the watchdog's when none was given). */
+    readonly lease: number,
+    readonly signal: AbortSignal | undefined,
+    readonly probe: AcquireProbe,
+    /** Monotonic ms the call started at. */
+    readonly started: number,
+    /** The owner's hold record before the call, if any. */
+    readonly hold: Hold | undefined,
+    /** Its count, sent with every attempt; 0 once Redis answered that those holds had ended (see `holdEnded`). */
+    public before: number,
+    public armed: boolean,
+    /** The watchdog's registration of a call without a lease. */
+    readonly renewal: WatchdogHold | undefined,
+    /** The calling task's note of a contextless call (see task-holds.ts): marked done when the call ends. */
+    readonly note: TaskHold | undefined,
+    /** The owner was made for this call alone: abandoned (`RLock.abandonOwner`) when it gets nothing. */
+    readonly ownCall: boolean,
+    /** The wait's channel as it was before the first attempt, and its `dropped` count then (see `waitMore`). */
+    readonly liveBefore: Channel | undefined,
+    readonly seen: number | undefined,
+  ) {}
+
+  /** What a WRONGTYPE reply is reported as (read by the executor only then). */
+  get expects(): { key: string; kind: ObjectKind } {
+    return callSteps.expects(this.lock);
+  }
+
+  send(): Promise<AcquireResult> {
+    return callSteps.send(this);
+  }
+
+  answered(result: AcquireResult): unknown {
+    return callSteps.answered(this, result);
+  }
+
+  failed(): void {
+    callSteps.failed(this);
+  }
+
+  onAmbiguous(): void {
+    callSteps.ambiguous(this);
+  }
+
+  onLateResults(results: AcquireResult[]): void {
+    callSteps.late(this, results);
+  }
+}
+
+/**
+ * One unlock call of a hash lock, and its executor request (see `Request`): `send` runs the unlock script
+ * (a retry replays the first attempt's answer), `answered` records the release. One object per call.
+ */
+class Unlock implements Request<number | null, void> {
+  readonly idempotent = true;
+  /** Attempts sent (a retry replays the first attempt's answer, see `unlockSource`). */
+  attempts = 0;
+
+  constructor(
+    readonly lock: RLock,
+    readonly ctx: LockContext,
+    readonly owner: string,
+    /** Whether the hold released is one the watchdog renews. */
+    readonly renewed: boolean,
+    /** The watchdog's record of the last renewed hold, when this released it (see `Watchdog.release`). */
+    readonly released: ReleasedHold | undefined,
+    /** Monotonic ms the release began at. */
+    readonly releasedAt: number,
+    /** The releasing handle's signal, aborted when the hold is found lost. */
+    readonly controller: AbortController | undefined,
+    /** The call's unlock latch key. */
+    readonly latch: string,
+    /** The owner's hold count as this client knows it, or '' to latch every answer (see `RLock.unlockGuard`). */
+    readonly guard: string,
+    /** The contextless hold `unlock()` marked `releasing` for this call, unmarked when it ends. */
+    readonly held: Contextless | undefined,
+  ) {}
+
+  /** What a WRONGTYPE reply is reported as (read by the executor only then). */
+  get expects(): { key: string; kind: ObjectKind } {
+    return callSteps.expects(this.lock);
+  }
+
+  send(attempt: number): Promise<number | null> {
+    return callSteps.sendUnlock(this, attempt);
+  }
+
+  answered(reply: number | null): void {
+    if (this.held) this.held.releasing = false;
+    callSteps.unlocked(this, reply);
+  }
+
+  failed(): void {
+    if (this.held) this.held.releasing = false;
+    callSteps.unlockFailed(this);
+  }
+}
+
+/**
+ * A hold of one contextless acquisition of a lock object, not yet released: its owner, a detached context
+ * of its own, which carries the hold's lease end and release mark (`LockContext.until`, `releasing`).
+ */
+type Contextless = LockContext;
+
+/** The contextless holds of a lock object that has had none: one empty list for all (never written to). */
+const NO_HOLDS: Contextless[] = [];
 
 /** First and longest pause (ms) between tries of a compensating release while Redis is unreachable. */
 const UNDO_RETRY_MS = 100;
@@ -175,10 +309,10 @@ export const LOCK_RENEWAL: RenewalKind = { script: RENEW, keysPerHold: 1 };
 export class RLock {
   /** The Redis key of the lock hash. */
   readonly key: string;
-  /** The channel unlocks are published on. */
-  readonly channel: string;
-  /** This object's contextless holds not yet released, oldest first (see the class description). */
-  private contextless: Contextless[] = [];
+  /** The channel name once made (see `channel`). */
+  private channelName: string | undefined;
+  /** This object's contextless holds not yet released, oldest first (see the class description); a shared empty list until the first. */
+  private contextless: Contextless[] = NO_HOLDS;
   /** A grant to a new owner proves every other owner's hold gone (every lock but the read lock). */
   protected readonly exclusive: boolean = true;
   /** The kind of lock, kept in its hash's `kind` field and checked by every acquisition; each variant has its own. */
@@ -187,26 +321,36 @@ export class RLock {
   protected readonly metricKind: MetricKind = 'lock';
   /** This lock's entry in a context's holds (`clientId + ' ' + key`; the read and write locks of one read-write lock differ). */
   protected readonly holdKey: string;
-  private readonly latchPrefix: string;
+  /** The part of this lock's unlock latch keys that every unlock shares, once made (see `latchPrefix`). */
+  private latchKeys: string | undefined;
   /** The hold of this lock's last watchdog acquisition, for `registerHold` to reuse. */
   private spareHold: WatchdogHold | undefined;
-  /** The keys the renewal script gets for a hold of this lock (see `Watchdog.register`), made on first use. */
-  private renewalKeys: readonly string[] | undefined;
   /** Listeners of the lock's key events (`addListener`), made on first use. */
   private events: KeyEvents | undefined;
   private expected: { key: string; kind: ObjectKind } | undefined;
-  private unlockRun: RunOptions<number | null> | undefined;
 
   static {
     memberSteps = {
       context: (lock) => lock.acquiringContext(),
       abandon: (lock, ctx) => lock.abandonOwner(ctx),
-      acquire: (lock, ctx, waitMs, leaseMs, signal) => lock.acquireAs(ctx, waitMs, leaseMs, signal),
+      acquire: (lock, ctx, waitMs, leaseMs, signal) => lock.acquireAs(ctx, waitMs, leaseMs, signal).then((taken) => taken?.grant),
       release: (lock, ctx) => lock.unlockAs(ctx),
       handle: (lock, ctx, grant, leaseMs) => lock.handle(ctx, grant, leaseMs),
       setLease: (lock, ctx, leaseMs) => lock.setLease(ctx, leaseMs),
       clientId: (lock) => lock.core.id,
       watchdogLease: (lock) => lock.core.watchdog.leaseMs,
+    };
+    callSteps = {
+      expects: (lock) => lock.expects,
+      send: (acq) => acq.lock.sendAttempt(acq),
+      answered: (acq, result) => acq.lock.answered(acq, result),
+      failed: (acq) => acq.lock.attemptFailed(acq),
+      ambiguous: (acq) => acq.lock.ambiguous(acq),
+      late: (acq, results) => acq.lock.lateResults(acq, results),
+      sendUnlock: (call, attempt) => call.lock.runUnlock(call.owner, call.latch, (call.attempts = attempt), call.guard),
+      unlocked: (call, reply) => call.lock.unlocked(call, reply),
+      // A failed call may have written its latch: it is deleted with the batch.
+      unlockFailed: (call) => call.lock.core.latches.release(call.latch),
     };
   }
 
@@ -217,9 +361,20 @@ export class RLock {
     readonly name: string,
   ) {
     this.key = mainKey(core.keyPrefix, name);
-    this.channel = auxName(core.keyPrefix, 'channel', this.key);
     this.holdKey = `${core.id} ${this.key}`;
-    this.latchPrefix = core.latches.prefix(this.key);
+  }
+
+  /**
+   * The channel unlocks are published on (`relock:channel:{name}`). Made on first use, as the latch
+   * prefix: a lock object that is held and not yet released keeps neither string (issue 12: heap per held lock).
+   */
+  get channel(): string {
+    return (this.channelName ??= auxName(this.core.keyPrefix, 'channel', this.key));
+  }
+
+  /** The part of this lock's unlock latch keys that every unlock shares (see `UnlockLatches.prefix`), made on first use. */
+  private get latchPrefix(): string {
+    return (this.latchKeys ??= this.core.latches.prefix(this.key));
   }
 
   /** The name given to `getLock()` (Redisson's `getName()`). */
@@ -298,7 +453,7 @@ export class RLock {
    * that is found gone this way is also reported by `lockLost`), `RedisUnavailableError`,
    * `ClientClosedError`.
    */
-  async unlock(): Promise<void> {
+  unlock(): Promise<void> {
     const ctx = this.context();
     if (ctx) return this.unlockAs(ctx);
     const own = taskHolds(this);
@@ -307,12 +462,9 @@ export class RLock {
     // IllegalMonitorStateError.
     const held = this.releasable(own);
     if (!held) return this.unlockAs(detachedContext());
+    // Marked while its unlock runs, so that a concurrent unlock() picks another hold (cleared when it ends).
     held.releasing = true;
-    try {
-      await this.unlockAs(held.ctx);
-    } finally {
-      held.releasing = false;
-    }
+    return this.unlockAs(held, undefined, undefined, held);
   }
 
   /**
@@ -379,7 +531,7 @@ export class RLock {
   async getHoldCount(): Promise<number> {
     const ctx = this.context();
     if (ctx) return Number((await this.read(['HGET', this.key, this.ownerOf(ctx)])) ?? 0);
-    const owners = (this.contextless.length > 0 ? this.contextless.map((c) => c.ctx) : [detachedContext()]).map((c) => this.ownerOf(c));
+    const owners = (this.contextless.length > 0 ? this.contextless : [detachedContext()]).map((c) => this.ownerOf(c));
     const counts = (await this.read(['HMGET', this.key, ...owners])) as Array<string | null>;
     return counts.reduce((sum, count) => sum + Number(count ?? 0), 0);
   }
@@ -407,20 +559,14 @@ export class RLock {
 
   /**
    * Acquires for the caller (`acquiringContext`): resolves to the owner and the grant, or undefined when
-   * the wait ran out. An owner made for this call alone is abandoned when it got nothing.
+   * the wait ran out. An owner made for this call alone is abandoned when it got nothing. Never throws:
+   * failures reject.
    */
-  protected async acquireForCaller(waitMs: number, leaseMs: number | undefined, signal: AbortSignal | undefined, owner?: LockContext): Promise<{ ctx: LockContext; grant: Grant } | undefined> {
+  protected acquireForCaller(waitMs: number, leaseMs: number | undefined, signal: AbortSignal | undefined, owner?: LockContext): Promise<Taken | undefined> {
     const ctx = owner ?? this.acquiringContext();
     // A contextless call notes its owner in the caller's task, for that task's unlock() (see task-holds.ts).
     const note = owner === undefined && ctx.detached ? noteTaskHold(this, ctx) : undefined;
-    let grant: Grant | undefined;
-    try {
-      grant = await this.acquireAs(ctx, waitMs, leaseMs, signal);
-    } finally {
-      if (note) note.done = true;
-      if (!grant) this.abandonOwner(ctx);
-    }
-    return grant && { ctx, grant };
+    return this.acquireAs(ctx, waitMs, leaseMs, signal, note, true);
   }
 
   /**
@@ -471,81 +617,148 @@ export class RLock {
     }
     if (sentAt === undefined) throw new LockLostError(this.name, 'expired', { cause: new Error(`no hold of "${owner}" to take over`) });
     hold?.confirm(sentAt);
-    recordAcquired(ctx, this.holdKey, leaseMs === undefined, monotonic());
+    recordAcquired(ctx, this.holdKey, leaseMs === undefined, this.core.debug ? monotonic() : 0);
     this.remember(ctx, leaseMs === undefined ? Infinity : sentAt + leaseMs);
     return this.handle(ctx, { sentAt }, leaseMs);
   }
 
   /**
-   * One acquisition attempt, with retries of transient failures and the guard against lost replies. While
-   * it is in flight, unlocks of the owner wait (`ctx.flights`); a granting attempt stays in flight until
-   * `acquireAs` has recorded the hold. An ambiguous failure marks the lock unsettled for the owner (the
-   * grant may be in Redis); a definite answer of the latest attempt settles it.
+   * Sends one attempt of `acq` (an executor request, with retries of transient failures and the guard
+   * against lost replies); its answer goes through `answered`. While it is in flight, unlocks of a context
+   * owner wait (`ctx.flights`); a granting attempt stays in flight until its hold is recorded (`finish`).
    */
-  private async attempt(acq: Acquisition, deadline: number | undefined, signal: AbortSignal | undefined): Promise<Attempt<Grant>> {
-    this.core.checkOpen();
-    const { ctx, owner } = acq;
+  private attemptNow(acq: Acquisition): Promise<unknown> {
     // Only an unlock by a context owner can race with its acquisition (a contextless unlock releases a
     // granted hold), so detached owners skip the count.
-    if (!ctx.detached) {
-      takeOff(ctx, this.holdKey);
+    if (!acq.ctx.detached) {
+      takeOff(acq.ctx, this.holdKey);
       acq.flying = true;
     }
-    let result: AcquireResult;
-    try {
-      result = await this.core.executor.run('lock.acquire', () => this.sendAttempts(acq), {
-        idempotent: true,
-        deadline,
-        signal,
-        expects: this.expects,
-        onAmbiguous: () => {
-          acq.armed = true;
-          this.unsettle(ctx, acq.sentAt + acq.lease);
-        },
-        onLateResults: (results) => {
-          // A grant that went through after the call gave up: undo it, unless the lock is unsettled and
-          // an attempt that adopts such a grant (armed guard) was sent since; the mark then stays until
-          // the owner adopts it or, abandoned, releases it.
-          if (!results.some((r) => r.granted)) return;
-          const mark = this.unsettled(ctx);
-          if (mark?.tried) return;
-          if (mark) this.settle(ctx);
-          void this.undo(owner, monotonic() + acq.lease);
-        },
-      });
-    } catch (error) {
-      this.land(acq);
-      throw error;
-    }
-    if (!result.granted) {
-      this.land(acq);
-      return { acquired: false, retryAfterMs: result.ttl };
-    }
-    this.settle(ctx);
-    return { acquired: true, value: { sentAt: acq.sentAt, token: result.token } };
+    return this.core.executor.request('lock.acquire', acq);
   }
 
-  /** One try of `attempt`: the acquire script, sent again with the count corrected when Redis answers that the owner's holds had ended. */
-  private async sendAttempts(acq: Acquisition): Promise<AcquireResult> {
-    const result = await this.sendAttempt(acq);
-    if (result.granted || !result.lost) return result;
-    this.holdEnded(acq);
-    return this.sendAttempt(acq);
+  /** An attempt of `acq`'s wait after its refused first attempt (`wake`: what woke the waiter; undefined when it polls). */
+  protected nextAttempt(acq: Acquisition, wake: 'message' | 'timer' | undefined): Promise<Attempt<Grant>> {
+    this.core.checkOpen();
+    acq.probe.attempt(wake);
+    return this.attemptNow(acq) as Promise<Attempt<Grant>>;
   }
 
-  /** Sends one acquire script of `acq` (its guard armed after a lost reply, see `Acquisition`). */
-  private async sendAttempt(acq: Acquisition): Promise<AcquireResult> {
-    const { ctx, owner } = acq;
-    const n = ++acq.sent;
+  /** Sends one acquire script of `acq` (its guard armed after a lost reply, see `Acquisition`): the executor's `send`. */
+  private sendAttempt(acq: Acquisition): Promise<AcquireResult> {
+    acq.sent++;
     acq.sentAt = monotonic();
     const guard = acq.armed ? String(acq.before) : '';
-    const mark = acq.armed ? this.unsettled(ctx) : undefined;
+    const mark = acq.armed ? this.unsettled(acq.ctx) : undefined;
     if (mark) mark.tried = true;
-    const result = await this.runAcquire(owner, String(acq.lease), guard, String(acq.before));
-    if (result.granted && this.core.replicaSync) await this.confirmReplicated(owner);
-    // The latest attempt found the lock busy: no earlier attempt's grant is in Redis.
-    if (!result.granted && !result.lost && !acq.done && n === acq.sent) this.settle(ctx);
+    const sent = this.runAcquire(acq.owner, String(acq.lease), guard, String(acq.before));
+    return this.core.replicaSync ? this.replicated(acq.owner, sent) : sent;
+  }
+
+  /** `syncReplicas`: the result of `sent`, once a replica acknowledged a grant (undone when none did). */
+  private async replicated(owner: string, sent: Promise<AcquireResult>): Promise<AcquireResult> {
+    const result = await sent;
+    if (result.granted) await this.confirmReplicated(owner);
     return result;
+  }
+
+  /**
+   * The answer to an attempt of `acq` (the executor's `answered`). `'lost'` (the owner's holds had ended
+   * without this client knowing): asked again with the count corrected, as the same attempt. Busy: the
+   * lock is settled (the latest attempt found it busy, so no earlier attempt's grant is in Redis); the
+   * first attempt then goes on with the lock's wait (`waitAfter`), or ends the call when it may not wait.
+   * Granted: the call ends (`finish`). An attempt of the wait answers the wait loop with an `Attempt`.
+   */
+  private answered(acq: Acquisition, result: AcquireResult): unknown {
+    if (result.granted) {
+      this.settle(acq.ctx);
+      const grant: Grant = { sentAt: acq.sentAt, token: result.token };
+      return acq.waiting ? { acquired: true, value: grant } : this.finish(acq, grant);
+    }
+    if (result.lost) {
+      this.holdEnded(acq);
+      return this.core.executor.request('lock.acquire', acq);
+    }
+    this.settle(acq.ctx);
+    this.land(acq);
+    acq.probe.busy();
+    const refused: Refused = { acquired: false, retryAfterMs: result.ttl };
+    if (acq.waiting) return refused;
+    if (acq.waitMs <= 0) return this.finish(acq, undefined);
+    acq.waiting = true;
+    return this.waitAfter(acq, refused).then(
+      (grant) => this.finish(acq, grant),
+      (error: unknown) => {
+        this.fail(acq);
+        throw error;
+      },
+    );
+  }
+
+  /** An attempt of `acq` failed for good (the executor's `failed`): it is over; a first attempt's call ends. */
+  private attemptFailed(acq: Acquisition): void {
+    this.land(acq);
+    if (!acq.waiting) this.fail(acq);
+  }
+
+  /** An attempt of `acq` failed in a way that leaves its effect unknown: the guard is armed, the lock unsettled. */
+  private ambiguous(acq: Acquisition): void {
+    acq.armed = true;
+    acq.mark = this.unsettle(acq.ctx, acq.sentAt + acq.lease);
+  }
+
+  /**
+   * A grant that went through after the call gave up: undo it, unless an attempt that adopts such a grant
+   * (armed guard) was sent since the mark the call's failure left: the mark then stays until the owner
+   * adopts the grant or, abandoned, releases it; once adopted (the armed attempt was granted and settled
+   * the lock, possibly before this report came) the grant is the owner's hold and is not undone. A call
+   * that left no mark (aborted) goes by the owner's current mark.
+   */
+  private lateResults(acq: Acquisition, results: AcquireResult[]): void {
+    if (!results.some((r) => r.granted)) return;
+    const mark = acq.mark ?? this.unsettled(acq.ctx);
+    if (mark?.tried) return;
+    if (mark && this.unsettled(acq.ctx) === mark) this.settle(acq.ctx);
+    void this.undo(acq.owner, monotonic() + acq.lease);
+  }
+
+  /**
+   * Ends `acq` with `grant` (or without the lock): a grant is confirmed to the watchdog and recorded in the
+   * owner's context (and, for a detached owner, among this object's contextless holds); an owner made for
+   * the call alone that got nothing is abandoned. Resolves to the call's `Taken`, after the lock's wait
+   * hooks are done (`endWait`).
+   */
+  private finish(acq: Acquisition, grant: Grant | undefined): Taken | undefined | Promise<Taken | undefined> {
+    const { ctx, leaseMs } = acq;
+    let holds = 0;
+    if (grant) {
+      acq.renewal?.confirm(grant.sentAt);
+      // The hold's start serves the debug log alone: not read (nor kept as a heap number) otherwise.
+      holds = recordAcquired(ctx, this.holdKey, leaseMs === undefined, this.core.debug ? monotonic() : 0).count;
+      if (ctx.detached) this.remember(ctx, leaseMs === undefined ? Infinity : grant.sentAt + leaseMs);
+      acq.grant = grant;
+    }
+    acq.done = true;
+    if (!grant) acq.renewal?.abandon();
+    this.land(acq);
+    if (acq.note) acq.note.done = true;
+    if (!grant && acq.ownCall) this.abandonOwner(ctx);
+    const leaving = this.endWait(acq.owner, acq.waitMs, grant !== undefined);
+    if (grant && this.core.debug) {
+      this.core.log.debug({ lock: this.name, owner: acq.owner, holds, waitMs: Math.round(monotonic() - acq.started), leaseMs: leaseMs ?? 'watchdog' }, 'lock acquired');
+    }
+    const taken = grant ? acq : undefined;
+    return leaving ? leaving.then(() => taken) : taken;
+  }
+
+  /** Ends `acq` on an error: nothing was acquired (the error goes to the caller). */
+  private fail(acq: Acquisition): void {
+    acq.done = true;
+    acq.renewal?.abandon();
+    this.land(acq);
+    if (acq.note) acq.note.done = true;
+    if (acq.ownCall) this.abandonOwner(acq.ctx);
+    void this.endWait(acq.owner, acq.waitMs, false);
   }
 
   /**
@@ -558,7 +771,7 @@ export class RLock {
   private holdEnded(acq: Acquisition): void {
     const { ctx } = acq;
     if (acq.hold !== undefined && ctx.holds.get(this.holdKey) === acq.hold) {
-      if (acq.hold.renewed.includes(true)) this.core.watchdog.holdsEnded(this.key, acq.owner);
+      if (anyRenewed(acq.hold)) this.core.watchdog.holdsEnded(this.key, acq.owner);
       recordReleased(ctx, this.holdKey, true, true);
     }
     acq.before = ctx.holds.get(this.holdKey)?.count ?? 0;
@@ -569,11 +782,12 @@ export class RLock {
     return ctx.unsettled?.get(this.holdKey);
   }
 
-  /** Marks the lock unsettled for `ctx` (a grant may be in Redis) until `until` (monotonic ms). */
-  private unsettle(ctx: LockContext, until: number): void {
-    const mark = this.unsettled(ctx);
+  /** Marks the lock unsettled for `ctx` (a grant may be in Redis) until `until` (monotonic ms); returns the mark. */
+  private unsettle(ctx: LockContext, until: number): Unsettled {
+    let mark = this.unsettled(ctx);
     if (mark) mark.until = Math.max(mark.until, until);
-    else (ctx.unsettled ??= new Map<string, Unsettled>()).set(this.holdKey, { until, tried: false });
+    else (ctx.unsettled ??= new Map<string, Unsettled>()).set(this.holdKey, (mark = { until, tried: false }));
+    return mark;
   }
 
   /** The owner knows the lock's state again: a grant was recorded, or its latest attempt found the lock busy. */
@@ -598,57 +812,91 @@ export class RLock {
   }
 
   /**
-   * Waits for the lock with pub/sub on its channel; the spin lock overrides it with backoff polling, the
-   * fair lock with a channel of the waiting `owner`'s own.
+   * The channel a waiter for `owner` listens on (the fair lock: the owner's own), or undefined when this
+   * lock waits without pub/sub (the spin lock).
    */
-  protected waitForLock(waitMs: number, signal: AbortSignal | undefined, attempt: (deadline: number | undefined) => Promise<Attempt<Grant>>, _owner: string): Promise<Grant | undefined> {
-    return this.waitOn(this.channel, WAKE_ONE, waitMs, signal, attempt);
+  protected waitChannel(_owner: string): string | undefined {
+    return this.channel;
   }
 
-  /** The pub/sub wait loop (`waitFor`) on `channel`, where one message wakes `rule(message)` local waiters. */
-  protected waitOn(channel: string, rule: WakeRule, waitMs: number, signal: AbortSignal | undefined, attempt: (deadline: number | undefined) => Promise<Attempt<Grant>>): Promise<Grant | undefined> {
-    return clientWait(this.core, { channel, rule, waitMs, signal, attempt });
+  /** How many local waiters one message on the wait channel wakes. */
+  protected readonly wakeRule: WakeRule = WAKE_ONE;
+
+  /**
+   * Waits for the lock after `acq`'s first attempt found it busy (`first`): pub/sub on `waitChannel`,
+   * woken by `wakeRule`, with a timer on the holder's TTL (see `waitMore`). The spin lock overrides it
+   * with backoff polling. Resolves to the grant, or undefined when the wait time ran out.
+   */
+  protected waitAfter(acq: Acquisition, first: Refused): Promise<Grant | undefined> {
+    const { core } = this;
+    const options = {
+      channels: core.channels,
+      channel: this.waitChannel(acq.owner)!,
+      rule: this.wakeRule,
+      waitMs: acq.waitMs,
+      subscriptionTimeoutMs: core.subscriptionTimeout,
+      maxPollMs: core.watchdog.leaseMs,
+      signal: acq.signal,
+      attempt: (_deadline: number | undefined, wake?: 'message' | 'timer') => this.nextAttempt(acq, wake),
+    };
+    return waitMore(options, acq.deadline, first, acq.liveBefore, acq.seen);
+  }
+
+  /** Called before the first attempt of a call of `owner` that may wait `waitMs` (the fair lock joins its queue bookkeeping). */
+  protected beginWait(_owner: string, _waitMs: number): void {}
+
+  /**
+   * Called when that call ends (`granted` or not); a returned promise is awaited before a call without the
+   * lock resolves (the fair lock leaves its queue), not after an error.
+   */
+  protected endWait(_owner: string, _waitMs: number, _granted: boolean): Promise<void> | undefined {
+    return undefined;
   }
 
   /**
    * Acquires for `ctx`'s owner; registers the watchdog first and records the hold in `ctx` (and, for a
    * detached owner, among this object's contextless holds). When an earlier call of the owner left the
    * lock unsettled (a lost reply), the guard is armed from the first attempt: a grant of that call still
-   * in Redis is adopted as this acquisition.
+   * in Redis is adopted as this acquisition. `note`: the calling task's note of a contextless call (marked
+   * done when the call ends); `ownCall`: `ctx` was made for this call alone (abandoned when it gets
+   * nothing). Never throws: failures reject.
    */
-  protected acquireAs(ctx: LockContext, waitMs: number, leaseMs: number | undefined, signal: AbortSignal | undefined): Promise<Grant | undefined> {
+  protected acquireAs(ctx: LockContext, waitMs: number, leaseMs: number | undefined, signal: AbortSignal | undefined, note?: TaskHold, ownCall = false): Promise<Taken | undefined> {
     const owner = this.ownerOf(ctx);
-    return this.core.observe.acquire(this.metricKind, this.name, this.key, owner, waitMs, signal, (probe) => this.acquireObserved(ctx, owner, waitMs, leaseMs, signal, probe));
+    const { observe } = this.core;
+    if (observe.acquiresQuietly) return this.acquireObserved(ctx, owner, waitMs, leaseMs, signal, QUIET_PROBE, note, ownCall);
+    // Measured, the call's result is the grant (the `relock:acquire` message's `result`).
+    let taken: Taken | undefined;
+    const run = (probe: AcquireProbe): Promise<Grant | undefined> => this.acquireObserved(ctx, owner, waitMs, leaseMs, signal, probe, note, ownCall).then((t) => (taken = t)?.grant);
+    return observe.acquire(this.metricKind, this.name, this.key, owner, waitMs, signal, run).then(() => taken);
   }
 
-  /** `acquireAs` for `owner` (`ctx`'s), telling `probe` (the observer's, see `Observer.acquire`) of its attempts. */
-  private async acquireObserved(ctx: LockContext, owner: string, waitMs: number, leaseMs: number | undefined, signal: AbortSignal | undefined, probe: AcquireProbe): Promise<Grant | undefined> {
+  /**
+   * `acquireAs` for `owner` (`ctx`'s), telling `probe` (the observer's, see `Observer.acquire`) of its
+   * attempts: sends the first attempt at once (see `Acquisition`).
+   */
+  private acquireObserved(ctx: LockContext, owner: string, waitMs: number, leaseMs: number | undefined, signal: AbortSignal | undefined, probe: AcquireProbe, note: TaskHold | undefined, ownCall: boolean): Promise<Taken | undefined> {
     const { core } = this;
-    core.checkOpen();
+    try {
+      core.checkOpen();
+    } catch (error) {
+      if (note) note.done = true;
+      if (ownCall) this.abandonOwner(ctx);
+      return Promise.reject(error);
+    }
     const started = monotonic();
     const renewal = leaseMs === undefined ? this.registerHold(owner) : undefined;
-    const lease = leaseMs ?? core.watchdog.leaseMs;
     const mark = this.unsettled(ctx);
     if (mark && mark.until <= started) this.settle(ctx);
     const hold = ctx.holds.get(this.holdKey);
-    const acq: Acquisition = { ctx, owner, lease, hold, before: hold?.count ?? 0, armed: mark !== undefined && mark.until > started, sent: 0, sentAt: 0, flying: false, done: false };
-    let grant: Grant | undefined;
-    let holds = 0;
-    try {
-      grant = await this.waitForLock(waitMs, signal, probed(probe, (deadline) => this.attempt(acq, deadline, signal)), owner);
-      if (grant) {
-        renewal?.confirm(grant.sentAt);
-        holds = recordAcquired(ctx, this.holdKey, leaseMs === undefined, monotonic()).count;
-        if (ctx.detached) this.remember(ctx, leaseMs === undefined ? Infinity : grant.sentAt + leaseMs);
-      }
-    } finally {
-      acq.done = true;
-      if (!grant) renewal?.abandon();
-      this.land(acq);
-    }
-    if (!grant) return undefined;
-    if (core.debug) core.log.debug({ lock: this.name, owner, holds, waitMs: Math.round(monotonic() - started), leaseMs: leaseMs ?? 'watchdog' }, 'lock acquired');
-    return grant;
+    // The channel as it is before the first attempt (see `waitMore`), when the call may wait on it (its
+    // name is made only when some channel is subscribed: a free lock's holder keeps none).
+    const channel = waitMs > 0 && !core.channels.empty ? this.waitChannel(owner) : undefined;
+    const liveBefore = channel === undefined ? undefined : core.channels.live(channel);
+    const acq = new Acquisition(this, ctx, owner, waitMs, waitDeadline(waitMs, started), leaseMs, leaseMs ?? core.watchdog.leaseMs, signal, probe, started, hold, hold?.count ?? 0, mark !== undefined && mark.until > started, renewal, note, ownCall, liveBefore, liveBefore?.dropped);
+    this.beginWait(owner, waitMs);
+    probe.attempt(undefined);
+    return this.attemptNow(acq) as Promise<Taken | undefined>;
   }
 
   /**
@@ -658,24 +906,25 @@ export class RLock {
    */
   private remember(ctx: LockContext, until: number): void {
     const now = monotonic();
-    const held: Contextless = { ctx, until, releasing: false };
-    if (this.exclusive) this.contextless = [held]; // made with its one entry (a list grown from empty reserves room for 16)
+    ctx.until = until;
+    ctx.releasing = false;
+    if (this.exclusive) this.contextless = [ctx]; // made with its one entry (a list grown from empty reserves room for 16)
     else {
-      this.contextless = this.contextless.filter((c) => c.releasing || (c.until > now && (c.until < Infinity || this.core.watchdog.renews(this.key, this.ownerOf(c.ctx)))));
-      this.contextless.push(held);
+      this.contextless = this.contextless.filter((c) => c !== ctx && (c.releasing! || (c.until! > now && (c.until! < Infinity || this.core.watchdog.renews(this.key, this.ownerOf(c))))));
+      this.contextless.push(ctx);
     }
   }
 
   /** The oldest contextless hold no `unlock()` is releasing, if any: among `own` (the calling task's owners) unless it is empty. */
   private releasable(own: readonly LockContext[]): Contextless | undefined {
-    for (const held of this.contextless) if (!held.releasing && (own.length === 0 || own.includes(held.ctx))) return held;
+    for (const held of this.contextless) if (!held.releasing && (own.length === 0 || own.includes(held))) return held;
     return undefined;
   }
 
   /** Removes `ctx` from this object's contextless holds (it holds nothing any more). */
   private forget(ctx: LockContext): void {
-    const i = this.contextless.findIndex((c) => c.ctx === ctx);
-    if (i >= 0) this.contextless.splice(i, 1);
+    const i = this.contextless.indexOf(ctx);
+    if (i >= 0) this.contextless.splice(i, 1); // never the shared empty list: it has no entry
   }
 
   /**
@@ -683,7 +932,7 @@ export class RLock {
    * hold record when it is free (see `Watchdog.register`); the read-write lock renews its own way.
    */
   protected registerHold(owner: string): WatchdogHold {
-    const hold = this.core.watchdog.register(LOCK_RENEWAL, this.name, this.key, owner, (this.renewalKeys ??= [this.key]), this.spareHold);
+    const hold = this.core.watchdog.register(LOCK_RENEWAL, this.name, this.key, owner, undefined, this.spareHold);
     this.spareHold = hold;
     return hold;
   }
@@ -699,38 +948,58 @@ export class RLock {
    * a blocked event loop resumes past the lease), the hold is reported lost (`lockLost`, and `controller`,
    * the releasing handle's signal, aborts) before `IllegalMonitorStateError` is thrown.
    */
-  protected unlockAs(ctx: LockContext, renewed?: boolean, controller?: AbortController): Promise<void> {
+  protected unlockAs(ctx: LockContext, renewed?: boolean, controller?: AbortController, held?: Contextless): Promise<void> {
     const owner = this.ownerOf(ctx);
-    return this.core.observe.release(this.metricKind, this.name, this.key, owner, () => this.unlockObserved(ctx, owner, renewed, controller));
+    const { observe } = this.core;
+    if (observe.releasesQuietly) return this.unlockObserved(ctx, owner, renewed, controller, held);
+    return observe.release(this.metricKind, this.name, this.key, owner, () => this.unlockObserved(ctx, owner, renewed, controller, held));
   }
 
-  /** `unlockAs` for `owner` (`ctx`'s), measured by the observer (see `Observer.release`). */
-  private async unlockObserved(ctx: LockContext, owner: string, renewed?: boolean, controller?: AbortController): Promise<void> {
-    const { core } = this;
+  /**
+   * `unlockAs` for `owner` (`ctx`'s), measured by the observer (see `Observer.release`); `held`: the
+   * contextless hold `unlock()` marked `releasing`, unmarked when the call ends. Never throws: failures reject.
+   */
+  private unlockObserved(ctx: LockContext, owner: string, renewed: boolean | undefined, controller: AbortController | undefined, held: Contextless | undefined): Promise<void> {
     const inFlight = allLanded(ctx, this.holdKey);
-    if (inFlight) await inFlight;
+    if (inFlight) return inFlight.then(() => this.unlockNow(ctx, owner, renewed, controller, held));
+    return this.unlockNow(ctx, owner, renewed, controller, held);
+  }
+
+  /** Releases one hold of `owner` now: the watchdog stops renewing it at once, then the unlock script runs (see `Unlock`). */
+  private unlockNow(ctx: LockContext, owner: string, renewed: boolean | undefined, controller: AbortController | undefined, held: Contextless | undefined): Promise<void> {
+    const { core } = this;
     const kind = releasedRenewed(ctx, this.holdKey, renewed);
     const releasedAt = monotonic();
     const released = kind ? core.watchdog.release(this.key, owner) : undefined;
-    core.checkOpen();
-    const latch = core.latches.next(this.latchPrefix);
-    const guard = this.unlockGuard(ctx);
-    let attempts = 0;
-    let reply: unknown = null;
     try {
-      reply = await core.executor.run('lock.unlock', (attempt) => this.runUnlock(owner, latch, (attempts = attempt), guard), this.unlockOptions);
-    } finally {
-      // A guarded unlock wrote its latch only if it answered nil or 2/3, or was retried (see `unlockSource`).
-      if (guard === '' || attempts > 1 || reply === null || Number(reply) >= 2) core.latches.release(latch);
+      core.checkOpen();
+    } catch (error) {
+      if (held) held.releasing = false;
+      return Promise.reject(error);
     }
+    const call = new Unlock(this, ctx, owner, kind, released, releasedAt, controller, core.latches.next(this.latchPrefix), this.unlockGuard(ctx), held);
+    return core.executor.request('lock.unlock', call);
+  }
+
+  /**
+   * Records the answer of `call` (the executor's `answered`): nil when the owner held nothing (the hold is
+   * forgotten, reported lost when the watchdog renewed it, and `IllegalMonitorStateError` thrown), else one
+   * hold fewer. The latch is deleted unless the guard says the script wrote none.
+   */
+  private unlocked(call: Unlock, answer: number | null): void {
+    const { core } = this;
+    const { ctx, owner, renewed, guard } = call;
+    let reply = answer;
+    // A guarded unlock wrote its latch only if it answered nil or 2/3, or was retried (see `unlockSource`).
+    if (guard === '' || call.attempts > 1 || reply === null || Number(reply) >= 2) core.latches.release(call.latch);
     if (reply !== null && Number(reply) >= 2) reply = Number(reply) - 2;
     if (reply === null) {
-      recordReleased(ctx, this.holdKey, kind, true);
+      recordReleased(ctx, this.holdKey, renewed, true);
       if (ctx.detached) this.forget(ctx);
-      if (released) core.watchdog.reportLost(released, releasedAt, controller);
+      if (call.released) core.watchdog.reportLost(call.released, call.releasedAt, call.controller);
       throw new IllegalMonitorStateError(this.name, owner);
     }
-    const hold = recordReleased(ctx, this.holdKey, kind);
+    const hold = recordReleased(ctx, this.holdKey, renewed);
     if (ctx.detached && !ctx.holds.has(this.holdKey)) this.forget(ctx);
     if (core.debug && Number(reply) === 1) {
       core.log.debug({ lock: this.name, owner, holdMs: hold ? Math.round(monotonic() - hold.since) : undefined }, 'lock released');
@@ -857,11 +1126,6 @@ export class RLock {
 
   /** Whether a handle's `extend()` may set a new lease with `setLease` (every lock whose holds are fields of its hash). */
   protected readonly extendable: boolean = true;
-
-  /** The executor options of an unlock (made once: the same for every call). */
-  private get unlockOptions(): RunOptions<number | null> {
-    return (this.unlockRun ??= { idempotent: true, expects: this.expects });
-  }
 
   /** What a WRONGTYPE reply on this lock's key is reported as (made once: it is passed with every call). */
   protected get expects(): { key: string; kind: ObjectKind } {

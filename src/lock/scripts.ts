@@ -62,6 +62,10 @@ export const ACQUIRE_ARGS = ['leaseMs', 'owner', 'guard', 'heldCount'] as const;
  *   when the owner holds nothing and `ended()`; false when another owner holds it. The kind and the
  *   owner's count are read in one `HMGET`, which Redis refuses with WRONGTYPE when the key is no hash.
  */
+/** The Lua of a first hold (hold count 1 and the `kind` field in one `HSET`, TTL = the lease), for `grant()` and the acquire's free-key path. */
+const GRANT = (kind: string): string => `redis.call('hset', lock, owner, 1, 'kind', ${kind})
+  redis.call('pexpire', lock, leaseMs)`;
+
 export function holdSource(kind: string): string {
   return `${WRONG_KIND}local function ended()
   return heldCount ~= '0'
@@ -70,8 +74,7 @@ local function extend()
   if redis.call('pttl', lock) < tonumber(leaseMs) then redis.call('pexpire', lock, leaseMs) end
 end
 local function grant()
-  redis.call('hset', lock, owner, 1, 'kind', ${kind})
-  redis.call('pexpire', lock, leaseMs)
+  ${GRANT(kind)}
 end
 local function enter()
   local held = redis.call('hmget', lock, 'kind', owner)
@@ -95,15 +98,17 @@ end
  * after `ACQUIRE_ARGS`), with what it returns in each case: `lostReply` when a retry finds that its lost
  * attempt went through, `granted` after a first or reentrant acquisition, `busy` when another owner holds
  * the lock; `'lost'` (nothing written) when the client believes the owner holds the lock and Redis has no
- * hold of it; a WRONGTYPE error when the key belongs to another kind.
+ * hold of it; a WRONGTYPE error when the key belongs to another kind. The free key comes first, before
+ * the functions of `holdSource` are defined: a first grant (the common case) runs no more Lua than it
+ * needs (issue 12: a quarter of the acquire's and unlock's Redis time together).
  */
 export function acquireSource(results: { lostReply: string; granted: string; busy: string }): string {
-  return `${holdSource('kind')}if redis.call('exists', lock) == 0 then
-  if ended() then return 'lost' end
-  grant()
+  return `if redis.call('exists', lock) == 0 then
+  if heldCount ~= '0' then return 'lost' end
+  ${GRANT('kind')}
   ${results.granted}
 end
-local entered = enter()
+${holdSource('kind')}local entered = enter()
 if type(entered) == 'table' then return entered end
 if entered == 'replay' then ${results.lostReply} end
 if entered == 'lost' then return 'lost' end
@@ -201,7 +206,7 @@ export const UNLOCK = defineScript({
   name: 'lock.unlock',
   keys: UNLOCK_KEYS,
   args: UNLOCK_ARGS,
-  lua: unlockSource({ prelude: PUBLISH, released: "if channel ~= '' then publish('0') end" }),
+  lua: unlockSource({ released: "if channel ~= '' then redis.call(publishCommand, channel, '0') end" }),
   parse: replies.integerOrNil,
 });
 

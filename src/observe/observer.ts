@@ -23,8 +23,9 @@ export type Holders = string | readonly string[] | undefined;
 const NOBODY: readonly string[] = [];
 const list = (holders: Holders): readonly string[] => (holders === undefined ? NOBODY : typeof holders === 'string' ? [holders] : holders);
 
-/** The probe of calls made while nothing observes: it does nothing. */
-const IDLE: AcquireProbe = Object.freeze({ attempt: () => {}, busy: () => {} });
+/** The probe of calls made while nothing observes (see `Observer.acquiresQuietly`): it does nothing. */
+export const QUIET_PROBE: AcquireProbe = Object.freeze({ attempt: () => {}, busy: () => {} });
+const IDLE = QUIET_PROBE;
 
 /**
  * `attempt` telling `probe` of each attempt (see `AcquireProbe`); `attempt` itself while nothing observes.
@@ -125,6 +126,24 @@ export class Observer {
     });
   }
 
+  /**
+   * Whether an acquisition call would run unmeasured (`acquire` calls its operation with the idle probe):
+   * no OpenTelemetry meter that records, no tracer SDK, nobody subscribed to a `relock:*` channel. Hot
+   * paths check it first and then skip `acquire`'s closure.
+   */
+  get acquiresQuietly(): boolean {
+    const otel = this.otel;
+    if (otel?.metrics === true || (acquireChannel as { hasSubscribers?: boolean }).hasSubscribers === true || lostChannel.hasSubscribers) return false;
+    return otel === undefined || otel.tracesNothing();
+  }
+
+  /** As `acquiresQuietly`, for `release` (which also has counted holds to drop). */
+  get releasesQuietly(): boolean {
+    const otel = this.otel;
+    if (otel?.metrics === true || (releaseChannel as { hasSubscribers?: boolean }).hasSubscribers === true || lostChannel.hasSubscribers) return false;
+    return otel === undefined || (this.holds.size === 0 && otel.tracesNothing());
+  }
+
   /** Whether OpenTelemetry records (the API was loaded). */
   get recording(): boolean {
     return this.otel !== undefined;
@@ -139,10 +158,10 @@ export class Observer {
    * outcome is `aborted` when it rejected after `signal` aborted, `error` when it rejected otherwise.
    */
   acquire<T>(kind: MetricKind, name: string, key: string, holders: Holders, waitMs: number, signal: AbortSignal | undefined, run: (probe: AcquireProbe) => Promise<T | undefined>): Promise<T | undefined> {
+    if (this.acquiresQuietly) return run(IDLE);
     const otel = this.otel;
     const traced = (acquireChannel as { hasSubscribers?: boolean }).hasSubscribers === true;
     const counted = otel?.metrics === true || traced || lostChannel.hasSubscribers;
-    if (!otel && !counted) return run(IDLE);
     const parent = otel?.api.context.active();
     const span = otel?.tracer.startSpan('relock.acquire', { attributes: this.spanAttributes(otel, kind, name) }, parent);
     // Metrics to the no-op meter, a span of the no-op tracer, nobody subscribed: nothing to measure.
@@ -202,10 +221,10 @@ export class Observer {
    * `IllegalMonitorStateError` means the owner held nothing: its counted holds are dropped.
    */
   release<T>(kind: MetricKind, name: string, key: string, holders: Holders, run: () => Promise<T>, released: (value: T) => boolean = () => true): Promise<T> {
+    if (this.releasesQuietly) return run();
     const otel = this.otel;
     const traced = (releaseChannel as { hasSubscribers?: boolean }).hasSubscribers === true;
     const counted = otel?.metrics === true || traced || lostChannel.hasSubscribers;
-    if (!otel && !counted) return run();
     const parent = otel?.api.context.active();
     const span = otel?.tracer.startSpan('relock.release', { attributes: this.spanAttributes(otel, kind, name) }, parent);
     // As in `acquire`, unless holds counted earlier (a subscriber then) are still to be dropped.

@@ -28,6 +28,10 @@ export class Otel {
    * registered or given when the client was made; the API does not switch a meter it handed out).
    */
   readonly metrics: boolean;
+  /** The global tracer provider relock's tracer delegates to (undefined when a `tracerProvider` was given). */
+  private readonly globalTracers: Api.ProxyTracerProvider | undefined;
+  /** The API's no-op tracer provider: what `globalTracers` delegates to until an SDK registers one. */
+  private readonly noopTracers: Api.TracerProvider | undefined;
 
   constructor(
     readonly api: typeof Api,
@@ -35,7 +39,12 @@ export class Otel {
   ) {
     const meter = ((options.meterProvider as Api.MeterProvider | undefined) ?? api.metrics.getMeterProvider()).getMeter(SCOPE);
     this.metrics = meter !== api.createNoopMeter();
-    this.tracer = ((options.tracerProvider as Api.TracerProvider | undefined) ?? api.trace.getTracerProvider()).getTracer(SCOPE);
+    const tracers = (options.tracerProvider as Api.TracerProvider | undefined) ?? api.trace.getTracerProvider();
+    this.tracer = tracers.getTracer(SCOPE);
+    if (options.tracerProvider === undefined && tracers instanceof api.ProxyTracerProvider) {
+      this.globalTracers = tracers;
+      this.noopTracers = new api.ProxyTracerProvider().getDelegate();
+    }
     this.recordNames = options.recordNames ?? true;
     const advice = { explicitBucketBoundaries: DURATION_BUCKETS };
     this.acquireDuration = meter.createHistogram('relock.acquire.duration', { unit: 's', description: 'Time from an acquisition call to its grant or give-up.', advice });
@@ -55,6 +64,15 @@ export class Otel {
    * provider registered yet). Making it the active span would then change no child span, so a call may
    * run without it. A span an SDK's sampler dropped has a span context of its own: not a pass-through.
    */
+  /**
+   * True while relock's tracer is the global one and no SDK registered a tracer provider yet: every span
+   * it would start is a pass-through (see `passThrough`), so none need be started. Checked per call (an SDK
+   * may register later): two property reads.
+   */
+  tracesNothing(): boolean {
+    return this.globalTracers !== undefined && this.globalTracers.getDelegate() === this.noopTracers;
+  }
+
   passThrough(span: Api.Span, parent: Api.Context): boolean {
     if (span.isRecording()) return false;
     const own = span.spanContext();

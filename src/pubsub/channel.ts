@@ -100,19 +100,23 @@ export class Channel {
     }
     if (signal?.aborted) return Promise.reject(signal.reason);
     return new Promise<Wakeup>((resolve, reject) => {
-      const onAbort = (): void => {
-        this.remove(waiter);
-        reject(signal!.reason);
-      };
-      const waiter: Parked = {
-        settle: (reason) => {
-          signal?.removeEventListener('abort', onAbort);
-          resolve(reason);
-        },
-        due: Number.isFinite(timeoutMs) ? monotonic() + Math.max(0, timeoutMs) : Infinity,
-        place,
-      };
-      signal?.addEventListener('abort', onAbort, { once: true });
+      const due = Number.isFinite(timeoutMs) ? monotonic() + Math.max(0, timeoutMs) : Infinity;
+      let waiter: Parked;
+      if (signal) {
+        const onAbort = (): void => {
+          this.remove(waiter);
+          reject(signal.reason);
+        };
+        waiter = {
+          settle: (reason) => {
+            signal.removeEventListener('abort', onAbort);
+            resolve(reason);
+          },
+          due,
+          place,
+        };
+        signal.addEventListener('abort', onAbort, { once: true });
+      } else waiter = { settle: resolve, due, place }; // no signal: nothing to listen to, no closure of our own
       let i = this.parked.length;
       while (i > 0 && this.parked[i - 1].place.order > place.order) i--;
       this.parked.splice(i, 0, waiter);

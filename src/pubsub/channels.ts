@@ -56,6 +56,11 @@ export class Channels {
     return channel?.live === true ? channel : undefined;
   }
 
+  /** Whether any channel is subscribed or being subscribed (no `live` channel exists otherwise): one check before a channel name is made. */
+  get empty(): boolean {
+    return this.channels.size === 0;
+  }
+
   /** Number of channels with local waiters now (for tests and diagnostics). */
   get size(): number {
     return this.channels.size - this.lingering.size;
@@ -78,9 +83,10 @@ export class Channels {
    * Joins `name`, subscribing if this is its first waiter (or taking it back from lingering), and waits
    * up to `timeoutMs` for the subscription to be live (no wait, and no timer, when it already is). When
    * it is not (`channel.live` false: subscribing failed or is slow), the caller polls; messages still wake
-   * it if the subscription comes up later. Every join must be matched by `leave()`.
+   * it if the subscription comes up later. Every join must be matched by `leave()`. Resolves to the
+   * channel itself when it is live already (no promise made: `await` takes it as it is).
    */
-  async join(name: string, rule: WakeRule, timeoutMs: number): Promise<Channel> {
+  join(name: string, rule: WakeRule, timeoutMs: number): Channel | Promise<Channel> {
     let channel = this.channels.get(name);
     if (!channel) {
       channel = new Channel(name, rule);
@@ -103,8 +109,9 @@ export class Channels {
       this.lingering.delete(name);
     }
     channel.refs++;
-    if (!channel.live) await withTimeout(channel.ready, timeoutMs);
-    return channel;
+    if (channel.live) return channel;
+    const joined = channel;
+    return withTimeout(channel.ready, timeoutMs).then(() => joined);
   }
 
   /**

@@ -115,8 +115,13 @@ async function waitLoop<T>(options: WaitOptions<T>): Promise<T | undefined> {
   return waitMore(options, deadline, first, liveBefore, seen);
 }
 
-/** The rest of `waitLoop` after a refused first attempt `first` (`liveBefore`, `seen`: the channel as it was before it). */
-async function waitMore<T>(options: WaitOptions<T>, deadline: number | undefined, first: Extract<Attempt<T>, { acquired: false }>, liveBefore: Channel | undefined, seen: number | undefined): Promise<T | undefined> {
+/**
+ * The rest of `waitLoop` after a refused first attempt `first` (`liveBefore`, `seen`: the channel as it was
+ * before it, `channels.live(channel)` and its `dropped`), for a caller that made its first attempt itself
+ * (RLock's acquisition: a grant at once then costs no frame of the wait); `deadline` as `waitDeadline`
+ * gave it for the start of the wait.
+ */
+export async function waitMore<T>(options: WaitOptions<T>, deadline: number | undefined, first: Extract<Attempt<T>, { acquired: false }>, liveBefore: Channel | undefined, seen: number | undefined): Promise<T | undefined> {
   const { channels, signal } = options;
   signal?.throwIfAborted();
 

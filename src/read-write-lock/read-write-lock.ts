@@ -2,9 +2,8 @@ import { owningContext, type LockContext } from '../context.js';
 import type { Core } from '../core.js';
 import { LockUpgradeError } from '../errors.js';
 import { auxName, mainKey } from '../keys.js';
-import { RLock, type Grant } from '../lock/lock.js';
+import { RLock } from '../lock/lock.js';
 import type { AcquireResult } from '../lock/scripts.js';
-import type { Attempt } from '../pubsub/wait.js';
 import type { RenewalKind, WatchdogHold } from '../watchdog/hold.js';
 import { RW_ACQUIRE, RW_FORCE_UNLOCK, RW_IS_LOCKED, RW_RENEW, RW_UNLOCK } from './scripts.js';
 
@@ -114,8 +113,7 @@ export class RReadWriteLock {
 abstract class ReadWriteSide extends RLock {
   /** The Redis key of the holds' leases (ZSET member `<field>:<n>` → deadline, server time in ms). */
   readonly leasesKey: string;
-  /** The channel of both sides (`relock:rwlock:{name}`). */
-  override readonly channel: string;
+
   protected override readonly holdKey: string;
   protected override readonly kind = 'read-write-lock';
   /** Each hold has its own lease in the leases set: a `PEXPIRE` of the hash cannot extend one. */
@@ -129,8 +127,12 @@ abstract class ReadWriteSide extends RLock {
   ) {
     super(core, name);
     this.leasesKey = shared.leasesKey;
-    this.channel = shared.channel;
     this.holdKey = side === 'read' ? shared.readHoldKey : shared.writeHoldKey;
+  }
+
+  /** The channel of both sides (`relock:rwlock:{name}`). */
+  override get channel(): string {
+    return this.shared.channel;
   }
 
   /**
@@ -186,9 +188,7 @@ abstract class ReadWriteSide extends RLock {
     return reply;
   }
 
-  protected override waitForLock(waitMs: number, signal: AbortSignal | undefined, attempt: (deadline: number | undefined) => Promise<Attempt<Grant>>): Promise<Grant | undefined> {
-    return this.waitOn(this.channel, READ_WRITE_WAKE, waitMs, signal, attempt);
-  }
+  protected override readonly wakeRule = READ_WRITE_WAKE;
 
   protected override runUnlock(owner: string, latch: string, attempt: number, guard: string): Promise<number | null> {
     const { connection, latches } = this.core;

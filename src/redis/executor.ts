@@ -1,3 +1,4 @@
+import { setMaxListeners } from 'node:events';
 import pRetry from 'p-retry';
 import type { Logger } from 'pino';
 import { ClientClosedError, CrossSlotError, PermissionError, RedisCommandError, RedisUnavailableError, RelockError, WrongTypeError } from '../errors.js';
@@ -58,8 +59,155 @@ export interface RunOptions<T> {
   onAmbiguous?: (() => void) | undefined;
 }
 
-/** One attempt in flight, raced with its deadline (and abort signal). */
-class InFlight<T> {
+/**
+ * A Redis call as an object of its own (for `Executor.request`): its options are its fields, `send` sends
+ * one attempt, `answered` (optional) turns the value of the attempt that succeeded into the call's result.
+ * A primitive's hot path makes one such object per call and passes it as it is: no options object, no
+ * closure per call, and its continuation runs in the reaction of the reply (no `.then` of its own).
+ */
+export interface Request<T, R = T> extends RunOptions<T> {
+  /** Sends attempt number `attempt` (1 for the first); may throw, as a failed attempt. */
+  send(attempt: number): Promise<T>;
+  /**
+   * The call's result from the value of its attempt that succeeded, before the call's promise settles;
+   * may return a promise (the call then settles with it) or throw (the call rejects with that error, as
+   * it is). Omitted: the value itself.
+   */
+  answered?(value: T): R | PromiseLike<R>;
+  /** Called with the call's final error (after the retry policy, mapped to a relock error) just before the call rejects with it; not for an error `answered` throws. */
+  failed?(error: unknown): void;
+}
+
+/** What the executor's sweeper watches: a call (or an attempt) in flight, due by `at` (monotonic ms). */
+interface Watched {
+  readonly at: number;
+  readonly settled: boolean;
+  giveUp(error: unknown): void;
+}
+
+/**
+ * The first attempt of an `Executor.request` call (most calls make no other), in flight: raced with the
+ * response timeout (the sweeper), the abort signal and the caller's deadline. Answered, its value goes
+ * through `request.answered` into the call's promise; failed or given up, the call goes on with the retry
+ * policy (`Executor.retry`). One object and one promise besides the call's own; settled, it holds nothing
+ * (the sweeper may keep it until its next sweep).
+ */
+class FirstAttempt<T, R> implements Watched {
+  readonly at: number;
+  /** Cleared once the attempt is settled (answered, failed or given up), with everything below. */
+  private source: Promise<T> | undefined;
+  private request: Request<T, R> | undefined;
+  private resolve: ((value: R | PromiseLike<R>) => void) | undefined;
+  private reject: ((error: unknown) => void) | undefined;
+  /** Gives the attempt up at its caller's deadline (see `RunOptions.deadline`), if that comes first. */
+  private cutTimer: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly executor: Executor,
+    private readonly operation: string,
+    request: Request<T, R>,
+    /** The caller's deadline plus grace (monotonic ms), when finite. */
+    private readonly deadline: number | undefined,
+    resolve: (value: R | PromiseLike<R>) => void,
+    reject: (error: unknown) => void,
+  ) {
+    this.at = monotonic() + executor.responseTimeout;
+    this.request = request;
+    this.resolve = resolve;
+    this.reject = reject;
+  }
+
+  get settled(): boolean {
+    return this.source === undefined;
+  }
+
+  /** Sends the attempt (a synchronous throw counts as a failed attempt). */
+  start(): void {
+    const { executor } = this;
+    const request = this.request!;
+    executor.onRequest?.(this.operation);
+    let source: Promise<T>;
+    try {
+      source = request.send(1);
+    } catch (error) {
+      this.retry(error, undefined);
+      return;
+    }
+    this.source = source;
+    executor.watch(this);
+    request.signal?.addEventListener('abort', this, { once: true });
+    const cutAt = this.deadline;
+    if (cutAt !== undefined && cutAt < this.at) this.cutTimer = executor.cutTimer(this, cutAt);
+    void this.settleWith(source);
+  }
+
+  /** Waits for the attempt (one promise: an async method awaiting it, no closures). */
+  private async settleWith(source: Promise<T>): Promise<void> {
+    let value: T;
+    try {
+      value = await source;
+    } catch (error) {
+      if (this.settle()) this.retry(error, undefined);
+      return;
+    }
+    // Given up before it answered: a later success is the retry's business (`dangling`).
+    if (!this.settle()) return;
+    const { request, resolve, reject } = this;
+    this.request = this.resolve = this.reject = undefined;
+    answer(request!, resolve!, reject!, value);
+  }
+
+  /** Stops waiting for the attempt (response timeout, abort, deadline, shutdown): the call goes on with the retry policy. */
+  giveUp(error: unknown): void {
+    const source = this.source;
+    if (!this.settle()) return;
+    source!.catch(() => {});
+    this.retry(error, this.request!.onLateResults ? [source!] : undefined);
+  }
+
+  /** The abort signal's listener. */
+  handleEvent(): void {
+    this.giveUp(this.request?.signal?.reason);
+  }
+
+  /** The first attempt failed with `error` (`dangling`: it was given up on): the rest of the call (retries, or the final error). */
+  private retry(error: unknown, dangling: Array<Promise<T>> | undefined): void {
+    const { request, resolve, reject } = this;
+    this.request = this.resolve = this.reject = undefined;
+    this.executor.retry(this.operation, request!, error, dangling, this.deadline).then(
+      (value) => answer(request!, resolve!, reject!, value),
+      (final: unknown) => {
+        request!.failed?.(final);
+        reject!(final);
+      },
+    );
+  }
+
+  /** Forgets the attempt's timers and listener; false when it was already settled. */
+  private settle(): boolean {
+    if (this.source === undefined) return false;
+    this.request!.signal?.removeEventListener('abort', this);
+    if (this.cutTimer) clearTimeout(this.cutTimer);
+    this.source = undefined;
+    return true;
+  }
+}
+
+/** Settles a call with `value` of its successful attempt: through `request.answered`, or as it is. */
+function answer<T, R>(request: Request<T, R>, resolve: (value: R | PromiseLike<R>) => void, reject: (error: unknown) => void, value: T): void {
+  if (!request.answered) {
+    resolve(value as unknown as R);
+    return;
+  }
+  try {
+    resolve(request.answered(value));
+  } catch (error) {
+    reject(error);
+  }
+}
+
+/** One later attempt (a retry) in flight, raced with its deadline (and abort signal). */
+class InFlight<T> implements Watched {
   /** Cleared when the call settles, so that a settled call waiting for the next sweep holds nothing. */
   private source: Promise<T> | undefined;
   private resolveCall: ((value: T) => void) | undefined;
@@ -122,6 +270,12 @@ class InFlight<T> {
   }
 }
 
+/** `controller`, its signal freed of Node's listener limit (see `Executor.closing`). */
+export function withoutListenerLimit(controller: AbortController): AbortController {
+  setMaxListeners(0, controller.signal);
+  return controller;
+}
+
 /**
  * `error`, with this realm's `Error.prototype` when it is an error made in another realm (Node's own
  * socket errors, such as ECONNREFUSED, under a VM sandbox like jest's): p-retry retries only values that
@@ -138,11 +292,15 @@ function ownRealm(error: unknown): unknown {
  * in flight.
  */
 export class Executor {
-  private inFlight: Array<InFlight<unknown>> = [];
+  private inFlight: Watched[] = [];
   private sweeper: NodeJS.Timeout | undefined;
   private closed = false;
-  /** Aborted by `close()`: stops retry backoffs at once, so no timer outlives the client. */
-  private readonly closing = new AbortController();
+  /**
+   * Aborted by `close()`: stops retry backoffs at once, so no timer outlives the client. Every call in a
+   * backoff listens to it (p-retry), so it has no listener limit: dozens at once during an outage are no
+   * leak, and Node's MaxListenersExceededWarning would only alarm the user.
+   */
+  private readonly closing = withoutListenerLimit(new AbortController());
   /** Told of each attempt `run` sends, by operation name (the observer's `relock.redis.requests`; set only while metrics are recorded). */
   onRequest: ((operation: string) => void) | undefined;
 
@@ -157,55 +315,84 @@ export class Executor {
   ) {}
 
   /**
-   * Runs `call` (one attempt per invocation) with retries, mapping the final failure to a relock error.
-   * The first attempt runs directly; p-retry takes over only after a retryable failure (`retry`, a
-   * function of its own so that the common path keeps a small frame), so it costs one promise and no timer.
+   * Runs `call` (one attempt per invocation) with retries, mapping the final failure to a relock error
+   * (as `request`, with `options` as the request's fields).
    */
-  async run<T>(operation: string, call: (attempt: number) => Promise<T>, options: RunOptions<T>): Promise<T> {
-    if (this.closed) throw new ClientClosedError();
-    const dangling: Array<Promise<T>> | undefined = options.onLateResults ? [] : undefined;
-    const deadline = options.deadline !== undefined && Number.isFinite(options.deadline) ? options.deadline + DEADLINE_GRACE_MS : undefined;
-    try {
-      this.onRequest?.(operation);
-      return await this.bounded(call(1), this.responseTimeout, options.signal, dangling, deadline);
-    } catch (error) {
-      return this.retry(operation, call, options, error, dangling, deadline);
-    }
+  run<T>(operation: string, call: (attempt: number) => Promise<T>, options: RunOptions<T>): Promise<T> {
+    return this.request(operation, { ...options, send: call });
   }
 
-  /** `run` after its first attempt failed with `first`: retries it when the policy says so, else maps the error. */
-  private async retry<T>(operation: string, call: (attempt: number) => Promise<T>, options: RunOptions<T>, first: unknown, dangling: Array<Promise<T>> | undefined, deadline: number | undefined): Promise<T> {
+  /**
+   * Runs `request` (`send` once per attempt) with the retry policy and the response timeout, mapping the
+   * final failure to a relock error; resolves to `request.answered(value)` (or the value). The first
+   * attempt is sent at once, in no async frame: a call answered at once costs its promise and one more
+   * (see `FirstAttempt`), no timer (the shared sweeper bounds it) and no closure. p-retry takes over only
+   * after a retryable failure.
+   */
+  request<T, R = T>(operation: string, request: Request<T, R>): Promise<R> {
+    if (this.closed) return Promise.reject(new ClientClosedError());
+    const deadline = request.deadline !== undefined && Number.isFinite(request.deadline) ? request.deadline + DEADLINE_GRACE_MS : undefined;
+    return new Promise<R>((resolve, reject) => new FirstAttempt(this, operation, request, deadline, resolve, reject).start());
+  }
+
+  /** @internal Watches `call` until it settles: the sweeper gives it up when its `at` passes. */
+  watch(call: Watched): void {
+    this.inFlight.push(call);
+    if (!this.sweeper) this.armSweeper();
+  }
+
+  /**
+   * @internal The timer that gives `call` up at `cutAt` (monotonic ms: the caller's deadline plus grace),
+   * when the connection is down then (see `RunOptions.deadline`).
+   */
+  cutTimer(call: Watched, cutAt: number): NodeJS.Timeout {
+    const waited = Math.max(0, cutAt - monotonic());
+    return outsideContexts(() =>
+      setLongTimeout(() => {
+        // Only a command Redis cannot be answering (the connection is down, node-redis queues it) is
+        // given up early: a slow reply on a live connection keeps the response timeout, so that a
+        // grant it carries (a fencing token) is not thrown away.
+        if (this.connection.offline()) call.giveUp(new ResponseTimeoutError(Math.round(waited), true));
+      }, waited),
+    );
+  }
+
+  /**
+   * @internal The rest of a call whose first attempt failed with `first`: retries it when the policy says
+   * so, else maps the error (reporting late results of attempts given up on to `request.onLateResults`).
+   */
+  async retry<T>(operation: string, request: Request<T, unknown>, first: unknown, dangling: Array<Promise<T>> | undefined, deadline: number | undefined): Promise<T> {
+    const late = request.onLateResults ? (dangling ?? []) : undefined;
     try {
-      if (!this.retryable(first, options)) throw first;
-      const signal = options.signal ? AbortSignal.any([options.signal, this.closing.signal]) : this.closing.signal;
+      if (!this.retryable(first, request)) throw first;
+      const signal = request.signal ? AbortSignal.any([request.signal, this.closing.signal]) : this.closing.signal;
       return await pRetry(
         (attempt) => {
           if (attempt === 1) throw ownRealm(first);
           if (this.closed) throw new ClientClosedError();
           this.onRequest?.(operation);
-          return this.bounded(call(attempt), this.responseTimeout, signal, dangling, deadline).catch((error: unknown) => {
+          return this.bounded(request.send(attempt), this.responseTimeout, signal, late, deadline).catch((error: unknown) => {
             throw ownRealm(error);
           });
         },
         {
           ...this.policy,
           signal,
-          maxRetryTime: options.deadline === undefined ? Infinity : Math.max(0, options.deadline - monotonic()),
-          shouldRetry: ({ error, attemptNumber }) => attemptNumber === 1 || this.retryable(error, options),
+          maxRetryTime: request.deadline === undefined ? Infinity : Math.max(0, request.deadline - monotonic()),
+          shouldRetry: ({ error, attemptNumber }) => attemptNumber === 1 || this.retryable(error, request),
           onFailedAttempt: ({ error, attemptNumber, retriesLeft }) => {
             if (retriesLeft > 0) this.log.debug({ operation, attempt: attemptNumber, err: error }, 'Redis call failed; retrying');
           },
         },
       );
     } catch (error) {
-      if (options.onLateResults && dangling && dangling.length > 0) {
-        const report = options.onLateResults;
-        void Promise.allSettled(dangling).then((results) => {
+      if (late && late.length > 0) {
+        void Promise.allSettled(late).then((results) => {
           const values = results.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : []));
-          if (values.length > 0) report(values);
+          if (values.length > 0) request.onLateResults!(values);
         });
       }
-      throw await this.translate(operation, error, options);
+      throw await this.translate(operation, error, request);
     }
   }
 
@@ -242,22 +429,10 @@ export class Executor {
    */
   private bounded<T>(promise: Promise<T>, timeoutMs: number, signal: AbortSignal | undefined, dangling: Array<Promise<T>> | undefined, cutAt?: number): Promise<T> {
     return new Promise<T>((resolve, reject) => {
-      const now = monotonic();
-      const call = new InFlight<T>(now + timeoutMs, promise, resolve, reject, dangling, signal);
-      this.inFlight.push(call as InFlight<unknown>);
-      if (!this.sweeper) this.armSweeper();
+      const call = new InFlight<T>(monotonic() + timeoutMs, promise, resolve, reject, dangling, signal);
+      this.watch(call);
       if (signal) signal.addEventListener('abort', call, { once: true });
-      if (cutAt !== undefined && cutAt < call.at) {
-        const waited = Math.max(0, cutAt - now);
-        call.cutTimer = outsideContexts(() =>
-          setLongTimeout(() => {
-            // Only a command Redis cannot be answering (the connection is down, node-redis queues it) is
-            // given up early: a slow reply on a live connection keeps the response timeout, so that a
-            // grant it carries (a fencing token) is not thrown away.
-            if (this.connection.offline()) call.giveUp(new ResponseTimeoutError(Math.round(waited), true));
-          }, waited),
-        );
-      }
+      if (cutAt !== undefined && cutAt < call.at) call.cutTimer = this.cutTimer(call, cutAt);
       promise.then(
         (value) => call.resolve(value),
         (error: unknown) => call.reject(error),

@@ -1,7 +1,8 @@
 /**
  * How a failed Redis call failed, which decides whether it may be retried:
  * - `transient`: the command did not run (Redis said LOADING, BUSY, TRYAGAIN, CLUSTERDOWN, MASTERDOWN,
- *   READONLY, NOREPLICAS, MOVED or ASK; the client was offline; the command queue was full): safe to retry.
+ *   READONLY, NOREPLICAS, MOVED or ASK; the client was offline; the command queue was full, or a GLIDE
+ *   client had its `inflightRequestsLimit` of requests in flight and refused one unsent): safe to retry.
  * - `ambiguous`: the command may or may not have run (the socket closed while it was in flight, GLIDE's
  *   `ConnectionError`, or no reply came within the response timeout): retry only operations that are idempotent.
  * - `closed`: the node-redis client was closed by its owner (a GLIDE client: `ClosingError`).
@@ -22,6 +23,8 @@ const IOREDIS_NOT_SENT = /^(Stream isn't writeable and enableOfflineQueue option
  * it), or a Cluster's redirections ran out (the last try may have been on a connection that closed).
  */
 const IOREDIS_IN_FLIGHT = /^(Connection is closed\.|Command timed out|Reached the max retries per request limit|Too many Cluster redirections)/;
+/** GLIDE: the client already has its `inflightRequestsLimit` (1,000 by default) of requests in flight and did not send this one. */
+const GLIDE_INFLIGHT_LIMIT = 'Reached maximum inflight requests';
 const NOT_SENT_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH']);
 
 export function classify(failure: unknown): Failure {
@@ -31,7 +34,7 @@ export function classify(failure: unknown): Failure {
   const error = failure as Error;
   const kind = error.constructor?.name;
   if (kind === 'ClientClosedError' || kind === 'ClosingError') return 'closed';
-  if (NOT_SENT.has(kind) || error.message === 'The queue is full') return 'transient';
+  if (NOT_SENT.has(kind) || error.message === 'The queue is full' || error.message.startsWith(GLIDE_INFLIGHT_LIMIT)) return 'transient';
   if (IN_FLIGHT.has(kind) || kind === 'ConnectionError' || kind === 'MaxRetriesPerRequestError' || IOREDIS_IN_FLIGHT.test(error.message)) return 'ambiguous';
   if (kind === 'ClusterAllFailedError' || IOREDIS_NOT_SENT.test(error.message)) return 'transient';
   // A socket error's code is a string such as 'ECONNRESET'; other errors may carry a number (a DOMException's is 20).

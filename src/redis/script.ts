@@ -60,14 +60,21 @@ export abstract class Script {
     if (scripting?.functions) return this.asFunction(connection, command, parse, firstKey);
     command[0] = 'EVALSHA';
     command[1] = this.sha;
-    // The common case, EVALSHA answered, costs one promise: no async frame (issue 12).
-    let reply: Promise<unknown>;
+    return this.evalsha(connection, command, parse, firstKey, scripting);
+  }
+
+  /**
+   * EVALSHA, then `afterEvalsha` when it failed. The common case, EVALSHA answered, costs this method's
+   * promise and frame and no closure (a `.then` with an error handler made a closure per call; issue 12).
+   */
+  private async evalsha<R>(connection: Connection, command: string[], parse: (reply: unknown) => R, firstKey: string | undefined, scripting: Scripting | undefined): Promise<R> {
+    let reply: unknown;
     try {
-      reply = connection.send(firstKey, command);
+      reply = await connection.send(firstKey, command);
     } catch (error) {
       return this.afterEvalsha(connection, command, parse, firstKey, scripting, error);
     }
-    return reply.then(parse, (error: unknown) => this.afterEvalsha(connection, command, parse, firstKey, scripting, error));
+    return parse(reply);
   }
 
   /** Sends `command` as a call of the script's function (see functions.ts). */

@@ -1,8 +1,8 @@
 import { ExponentialBackoff, pause, resolveBackoff, type BackoffOptions } from '../backoff.js';
 import type { Core } from '../core.js';
-import type { Grant } from '../lock/lock.js';
+import type { Acquisition, Grant, Refused } from '../lock/lock.js';
 import { RLock } from '../lock/lock.js';
-import { laterAttempt, waitDeadline, type Attempt } from '../pubsub/wait.js';
+import { laterAttempt, type Attempt } from '../pubsub/wait.js';
 import { monotonic } from '../time.js';
 
 declare module '../object-kind.js' {
@@ -64,12 +64,16 @@ export class RSpinLock extends RLock {
     return '';
   }
 
-  /** Polls: attempt, pause `min(backoff, remaining wait, holder's TTL)`, attempt again. */
-  protected override async waitForLock(waitMs: number, signal: AbortSignal | undefined, attempt: (deadline: number | undefined) => Promise<Attempt<Grant>>): Promise<Grant | undefined> {
-    const deadline = waitDeadline(waitMs, monotonic());
+  /** No channel: the spin lock waits without pub/sub. */
+  protected override waitChannel(): undefined {
+    return undefined;
+  }
+
+  /** Polls after the refused first attempt `first`: pause `min(backoff, remaining wait, holder's TTL)`, attempt again. */
+  protected override async waitAfter(acq: Acquisition, first: Refused): Promise<Grant | undefined> {
+    const { deadline, signal } = acq;
     const backoff = new ExponentialBackoff(this.backoff);
-    for (let first = true; ; first = false) {
-      const result = first ? await attempt(deadline) : await laterAttempt(attempt(deadline));
+    for (let result: Attempt<Grant> | undefined = first; ; result = await laterAttempt(this.nextAttempt(acq, undefined))) {
       if (!result) return undefined;
       if (result.acquired) return result.value;
       const left = deadline === undefined ? Infinity : deadline - monotonic();

@@ -85,9 +85,10 @@ export class Renewal implements WatchdogHold {
     readonly kind: RenewalKind,
     readonly name: string,
     readonly key: string,
-    readonly owner: string,
-    /** The keys the renewal script gets for this hold (shared by the holds of one object). */
-    readonly keys: readonly string[],
+    /** Its owner id (or permit id); a revived record may take another owner's (see `revive`). */
+    public owner: string,
+    /** The keys the renewal script gets for this hold (shared by the holds of one object); undefined: `[key]`. */
+    readonly keys: readonly string[] | undefined,
     /** Holds of one kind and slot can share a renewal call. */
     readonly slot: number,
   ) {}
@@ -128,12 +129,15 @@ export class Renewal implements WatchdogHold {
   }
 
   /**
-   * Makes a dropped renewal new again for `Watchdog.register`; false (and unchanged) when it is still in
-   * use: registered, holding, pending, suspended, or with a renewal call in flight whose reply must not
-   * touch a new hold.
+   * Makes a dropped renewal new again for `Watchdog.register`, as the hold of `owner` (a lock object's next
+   * contextless acquisition is a new owner: the record is reused all the same); false (and unchanged) when
+   * it is still in use: registered, holding, pending, suspended, or with a renewal call in flight whose
+   * reply must not touch a new hold. Nothing else keeps a dropped record by identity but `ReleasedHold`,
+   * which carries its own owner.
    */
-  revive(): boolean {
+  revive(owner: string): boolean {
     if (this.holds > 0 || this.pending > 0 || this.inFlight || this.live || this.suspended > 0) return false;
+    this.owner = owner;
     this.deadline = 0;
     this.nextAt = 0;
     this.failures = 0;
@@ -146,6 +150,8 @@ export class Renewal implements WatchdogHold {
 /** What `Watchdog.release()` returns when it released a renewal's last hold (see `Watchdog.reportLost`). */
 export interface ReleasedHold {
   readonly renewal: Renewal;
+  /** Its owner when released (the record may have been revived for another since, see `Renewal.revive`). */
+  readonly owner: string;
   /** The hold's local deadline when it was released (monotonic ms). */
   readonly deadline: number;
   readonly lastError: unknown;

@@ -83,15 +83,16 @@ export class Watchdog implements HoldHost, HoldWatcher {
 
   /**
    * Registers an acquisition of `owner` on `key` about to be sent, so that an unlock racing with it can
-   * cancel it; `keys` are the keys its renewal script gets (an array the object shares between its holds).
+   * cancel it; `keys` are the keys its renewal script gets (an array the object shares between its holds;
+   * omitted: the hold's key alone, as for every hash lock, with no array kept per lock).
    * Follow with `confirm()` when Redis granted it or `abandon()` when it did not. `spare`: a hold of the
    * same object registered before and dropped since (the caller's previous one), reused when no call of
    * it is in flight, so that a lock taken and released in a loop allocates no new record.
    */
-  register(kind: RenewalKind, name: string, key: string, owner: string, keys: readonly string[], spare?: WatchdogHold): WatchdogHold {
+  register(kind: RenewalKind, name: string, key: string, owner: string, keys?: readonly string[], spare?: WatchdogHold): WatchdogHold {
     let renewal = this.find(key, owner);
     if (!renewal || renewal.kind !== kind) {
-      const reusable = spare instanceof Renewal && spare.key === key && spare.owner === owner && spare.kind === kind && spare.revive();
+      const reusable = spare instanceof Renewal && spare.key === key && spare.kind === kind && spare.revive(owner);
       renewal = reusable ? spare : new Renewal(this, kind, name, key, owner, keys, this.clustered ? keySlot(key) : 0);
       this.index(renewal);
     }
@@ -116,7 +117,7 @@ export class Watchdog implements HoldHost, HoldWatcher {
     if (!renewal) return undefined;
     const last = renewal.holds === 1;
     if (renewal.holds > 0) renewal.holds--;
-    const released = last ? { renewal, deadline: renewal.deadline, lastError: renewal.lastError, controllers: renewal.watchers() } : undefined;
+    const released = last ? { renewal, owner: renewal.owner, deadline: renewal.deadline, lastError: renewal.lastError, controllers: renewal.watchers() } : undefined;
     this.dropIfIdle(renewal);
     return released;
   }
@@ -131,7 +132,8 @@ export class Watchdog implements HoldHost, HoldWatcher {
   reportLost(hold: ReleasedHold, releasedAt: number, controller?: AbortController): void {
     const late = releasedAt >= hold.deadline;
     const reason = !late ? 'expired' : hold.lastError === undefined ? 'renewal-late' : 'renewal-failed';
-    const { name, key, owner } = hold.renewal;
+    const { name, key } = hold.renewal;
+    const { owner } = hold;
     this.log.warn({ lock: name, key, owner, reason }, 'lock lost (found by its unlock)');
     this.tell(name, key, [owner], reason, controller ? [...hold.controllers, controller] : hold.controllers, late ? hold.lastError : undefined);
   }
@@ -381,7 +383,8 @@ export class Watchdog implements HoldHost, HoldWatcher {
     let earliestDeadline = Infinity;
     for (const renewal of batch) {
       renewal.inFlight = true;
-      keys.push(...renewal.keys);
+      if (renewal.keys) keys.push(...renewal.keys);
+      else keys.push(renewal.key);
       args.push(renewal.owner);
       earliestDeadline = Math.min(earliestDeadline, renewal.deadline);
     }

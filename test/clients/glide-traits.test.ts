@@ -14,7 +14,7 @@ import { afterAll, afterEach, beforeAll } from '@jest/globals';
 import { GLIDE, type OpenedClient } from '../shared/clients.js';
 import { pino } from 'pino';
 import { useRedis } from '../support/harness.js';
-import { numsub, sleep, uniqueName, waitUntil } from '../support/helpers.js';
+import { numsub, sleep, uniqueName, waitUntil, Worker } from '../support/helpers.js';
 
 /** A name of one test's own, with a hash tag: its key and channel are in one slot. */
 const newName = (): string => `glide:{${uniqueName()}}`;
@@ -242,6 +242,15 @@ describe('GLIDE reconnects', () => {
     } finally {
       glide.close();
     }
+  });
+
+  it("past the client's inflightRequestsLimit a call is retried, not failed (GLIDE refuses it unsent); many retrying at once print no MaxListenersExceededWarning", async () => {
+    // A process of its own: Node prints the warning to the stderr of the process whose signal got the
+    // listeners (a jest sandbox's `process` does not see the worker's real warnings).
+    const worker = new Worker('retry-worker', { host: env.server.host, port: env.server.port, calls: 40 });
+    expect(await worker.next('done')).toMatchObject({ granted: 40, failed: 0 });
+    expect(await worker.exited).toBe(0);
+    expect(worker.stderr).not.toMatch(/MaxListenersExceededWarning/);
   });
 
   it('fails with ClientClosedError once the user closed the GLIDE client', async () => {
