@@ -14,8 +14,15 @@ import type { LockContext } from './context.js';
  * object (a lock taken in one callback, released in another) finds none and releases the object's current
  * contextless holder, as before.
  *
- * A note is three words; a task keeps only the notes of acquisitions still in flight or whose owner still
- * records a hold, at most `MAX_NOTES` (the newest).
+ * A task keeps its newest note of each object it tried, granted or not, so that an `unlock()` after a
+ * failed `tryLock()` throws `IllegalMonitorStateError` also when the task has used other lock objects
+ * since. One limit is Node's: tasks started in one synchronous run (the callbacks of
+ * `Promise.all(items.map(async …))`) begin in their caller's async context, so a callback sees the notes
+ * that an earlier callback made before its first `await`, as its own. Such siblings' `unlock()` calls
+ * are told apart only through handles (`acquire()`) or a context each (`runInContext`).
+ *
+ * A note is three words; a task keeps the notes of acquisitions still in flight or whose owner still records
+ * a hold, and its newest note of each lock object, at most `MAX_NOTES` (the newest).
  */
 export interface TaskHold {
   /** The lock object the acquisition was made on. */
@@ -42,7 +49,7 @@ export function noteTaskHold(lock: object, owner: LockContext): TaskHold {
   const kept: TaskHold[] = [note];
   for (const older of notes.getStore() ?? []) {
     if (kept.length === MAX_NOTES) break;
-    if (!older.done || !older.owner.holds.isEmpty()) kept.push(older);
+    if (!older.done || !older.owner.holds.isEmpty() || !kept.some((k) => k.lock === older.lock)) kept.push(older);
   }
   notes.enterWith(kept);
   return note;

@@ -601,6 +601,15 @@ export const CATALOGUE: readonly CatalogueEntry[] = [
     pattern: '(multi-lock|RedLock): a task whose lease ran out and that unlocks late',
   },
   {
+    id: 'task-note-kept',
+    mechanism: "a task keeps its newest note of each lock object (an unlock() after a failed tryLock() throws, also once the task has used other lock objects)",
+    file: 'src/task-holds.ts',
+    find: " || !kept.some((k) => k.lock === older.lock)) kept.push(older);",
+    replace: ') kept.push(older);',
+    tests: ['test/lock/probes.test.ts'],
+    pattern: '^probes: unlock outside a context a task whose tryLock\\(\\) failed and that then locked',
+  },
+  {
     id: 'long-timer',
     mechanism: 'a timer longer than setTimeout can wait (2^31 − 1 ms) waits in steps: a 30-day lease does not end at once',
     file: 'src/time.ts',
