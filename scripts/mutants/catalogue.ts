@@ -635,7 +635,7 @@ export const CATALOGUE: readonly CatalogueEntry[] = [
     find: '      for (const channel of this.channels.values()) channel.wake(Infinity);\n    });\n  }',
     replace: '    });\n  }',
     tests: [EVERY_CLIENT],
-    pattern: '^faults on (node-redis|Valkey GLIDE) the user closes their client',
+    pattern: '^faults on node-redis the user closes their client',
   },
   {
     id: 'ioredis-user-close',
