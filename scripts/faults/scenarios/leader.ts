@@ -72,7 +72,7 @@ export const leaderElection: Scenario = {
     const until = now() + (ctx.quick ? 15_000 : 60_000);
     let runs = 0;
     while (now() < until) {
-      const leader = await ctx.nextEnter(15_000);
+      const leader = ctx.holder() ?? (await ctx.nextEnter(15_000));
       await sleep(100 + Math.random() * 200);
       if (ctx.holder()?.sec !== leader.sec) continue;
       const fault = TURNS[runs % TURNS.length];
