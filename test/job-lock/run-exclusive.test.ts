@@ -102,6 +102,15 @@ describe('runExclusive', () => {
     expect(client.stats().watchdogHolds).toBe(0);
   });
 
+  it('an early finish never raises the TTL: a lock whose TTL is below the rest of atLeastMs keeps it', async () => {
+    const client = lockClient(env.redis);
+    const name = uniqueName('job');
+    await client.runExclusive(name, () => env.redis.pExpire(name, 1000), { atMostMs: 10_000, atLeastMs: 8000 });
+    const ttl = await env.redis.pTTL(name);
+    expect(ttl).toBeGreaterThan(0);
+    expect(ttl).toBeLessThanOrEqual(1000);
+  });
+
   it("an early finish whose lock is gone (deleted, then taken by another instance) leaves the new holder's lock and TTL alone", async () => {
     const client = lockClient(env.redis);
     const name = uniqueName('job');
