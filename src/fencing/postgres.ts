@@ -6,7 +6,9 @@ import { runWithRetries, type FencedWrite } from './transaction.js';
 
 /** What the helpers read of a `pg` query result. */
 export interface PgResult {
-  rows: unknown[];
+  /** The rows (typed as `pg` types them: `any`, since the type of a query's rows is the caller's to know). */
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- as pg's QueryResult<any>
+  rows: any[];
   rowCount: number | null;
   /** The command tag (`COMMIT`, or `ROLLBACK` when PostgreSQL rolled an aborted transaction back instead). */
   command: string;
