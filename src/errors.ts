@@ -10,7 +10,7 @@ export class RelockError extends Error {
    * A stable identifier, for logs and `switch` statements: `'ILLEGAL_MONITOR_STATE'`, `'LOCK_LOST'`,
    * `'LOCK_ACQUIRE_TIMEOUT'`, `'INVALID_ARGUMENT'`, `'WRONG_TYPE'`, `'CLIENT_CLOSED'`, `'REDIS_UNAVAILABLE'`,
    * `'REDIS_COMMAND'`, `'NO_PERMISSION'`, `'CROSS_SLOT'`, `'NO_SYNCED_REPLICAS'`, `'PERMIT_ACQUIRE_TIMEOUT'`, `'PERMIT_NOT_HELD'`,
-   * `'LOCK_UPGRADE'`.
+   * `'LOCK_UPGRADE'`, `'OWNER_UNKNOWN'`, `'REENTRY_NEEDS_CONTEXT'`.
    */
   readonly code: string;
   constructor(code: string, message: string, options?: { cause?: unknown }) {
@@ -289,5 +289,43 @@ export class LockUpgradeError extends RelockError {
     readonly owner: string,
   ) {
     super('LOCK_UPGRADE', `cannot take the write lock of "${lockName}" as owner ${owner}: it holds the read lock, and a read → write upgrade would wait for itself forever; release the read lock first`);
+  }
+}
+
+/**
+ * `unlock()` outside any lock context, from a task that can show no acquisition of the object: relock knows
+ * a contextless acquisition's task only through the caller's async context, and this caller's holds none
+ * (the lock was taken in another callback, another request, another tick of a timer). Nothing is released:
+ * relock never guesses which hold a caller means. Release the handle from `acquire()` instead, or hold the
+ * lock inside `withLock()` / `runInContext()`. An `IllegalMonitorStateError` (code `'OWNER_UNKNOWN'`).
+ */
+export class OwnerUnknownError extends IllegalMonitorStateError {
+  override readonly code: string = 'OWNER_UNKNOWN';
+  constructor(lockName: string) {
+    super(lockName, 'unknown');
+    this.message =
+      `cannot unlock "${lockName}": unlock() outside a lock context releases only an acquisition made by the calling task, ` +
+      `and this task made none of "${lockName}" (taken in another callback?): release the handle from acquire(), or use withLock()/runInContext()`;
+  }
+}
+
+/**
+ * A contextless acquisition (`lock()`, `tryLock()`, `acquire()` outside any lock context) by a task whose
+ * own earlier acquisition of the same object still holds it or is still in flight. Outside a context every
+ * acquisition is an owner of its own, so this one would wait for the caller's own hold (a deadlock), and a
+ * task that acquires in a loop and releases in the jobs it starts cannot be told from one that reenters.
+ * Refused at once, nothing sent to Redis: relock reenters only inside a context (`withLock()`,
+ * `runInContext()`); or pass the handle from `acquire()` to the code that releases it. Code `'REENTRY_NEEDS_CONTEXT'`.
+ */
+export class ReentryNeedsContextError extends RelockError {
+  constructor(
+    /** The name of the lock (for a multi-lock or RRedLock, its members' names as `[a, b]`). */
+    readonly lockName: string,
+  ) {
+    super(
+      'REENTRY_NEEDS_CONTEXT',
+      `cannot acquire "${lockName}" again: this task already holds it (or is acquiring it) outside a lock context, and relock reenters only inside a context: ` +
+        'use withLock()/runInContext(), or use the handle from acquire() (pass it to the code that releases it)',
+    );
   }
 }

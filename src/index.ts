@@ -48,6 +48,7 @@ export {
   RelockError,
   WrongTypeError,
 } from './errors.js';
+export { OwnerUnknownError, ReentryNeedsContextError } from './errors.js';
 export { RFencedLock } from './fenced-lock/fenced-lock.js';
 export type { AcquireMessage, LostMessage, ReleaseMessage } from './observe/channels.js';
 export type { AcquireOutcome, MetricKind, MetricKinds, WokenBy } from './observe/kinds.js';

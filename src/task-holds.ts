@@ -1,42 +1,78 @@
-import { AsyncLocalStorage } from 'node:async_hooks';
+import { AsyncLocalStorage, executionAsyncResource } from 'node:async_hooks';
 import type { LockContext } from './context.js';
 
 /**
- * The contextless acquisitions a task made, so that its `unlock()` releases its own hold.
+ * The contextless acquisitions a task made, so that its `unlock()` releases exactly its own hold, or refuses.
  *
- * Outside any context every acquisition of a lock object is an owner of its own (see `RLock`). Which of
- * them an `unlock()` releases used to be "the object's current holder", whoever called: a task whose lease
- * ran out and that unlocked late released the next holder's hold, and let a third task in beside it.
- * Redisson's unlock is owner-checked by thread; a Node task has no thread id, but it has an async context.
- * An acquisition call notes its owner in the calling task's async context (`AsyncLocalStorage.enterWith`,
- * before the call's first `await`, so the caller's continuation sees the note); `unlock()` outside a
- * context looks for the caller's own notes first. A call from a task that made no acquisition of the
- * object (a lock taken in one callback, released in another) finds none and releases the object's current
- * contextless holder, as before.
+ * Node cannot name a task; relock knows a contextless acquisition's task only through the caller's async
+ * context. An acquisition call (`lock()`, `tryLock()`) notes its owner in the calling task's async context
+ * (`AsyncLocalStorage.enterWith`, before the call's first `await`, so the caller's continuation sees the
+ * note). `unlock()` outside a context looks only at the newest note of the object the caller can see (see
+ * `RLock.unlock`): it waits for it while it is in flight, releases exactly it while it holds, and refuses
+ * otherwise; with no note it refuses (`OwnerUnknownError`): it never guesses another holder.
  *
- * A task keeps its newest note of each object it tried, granted or not, so that an `unlock()` after a
- * failed `tryLock()` throws `IllegalMonitorStateError` also when the task has used other lock objects
- * since. One limit is Node's: tasks started in one synchronous run (the callbacks of
- * `Promise.all(items.map(async …))`) begin in their caller's async context, so a callback sees the notes
- * that an earlier callback made before its first `await`, as its own. Such siblings' `unlock()` calls
- * are told apart only through handles (`acquire()`) or a context each (`runInContext`).
+ * Two limits of `enterWith`, handled here:
+ * - On Node 20 and 22 it stores the note on the current async resource, which a later, unrelated callback
+ *   may run on again (the next request on a keep-alive socket, the next tick of a `setInterval`): that
+ *   callback would see the note as its own. So once the synchronous run in which a note was made is over
+ *   (a microtask), the resource's store is put back as it was before the run; what the run started
+ *   (promises, timers, callbacks) copied the note already and keeps it. Node 24 (AsyncContextFrame) has no
+ *   such leak (`kResourceStore` is undefined there): nothing to put back.
+ * - Tasks started in one synchronous run (the callbacks of `items.map(async …)`) begin in their caller's
+ *   async context, so a callback sees the notes an earlier callback made before its first `await`. A note
+ *   records its run (`Run.open` until that microtask): a note made in the same open run as a new call is a
+ *   sibling's, not the caller's own earlier work (see `callerNote`).
  *
- * A note is three words; a task keeps the notes of acquisitions still in flight or whose owner still records
- * a hold, and its newest note of each lock object, at most `MAX_NOTES` (the newest).
+ * A task keeps its newest note of each object it tried, granted or not, and the notes of acquisitions still
+ * in flight or whose owner still records a hold, at most `MAX_NOTES` (the newest).
  */
 export interface TaskHold {
   /** The lock object the acquisition was made on. */
   readonly lock: object;
-  /** Its owner: the detached context of the call. */
+  /** Its owner: the detached context of the call (for a group object, its owner on the first member). */
   readonly owner: LockContext;
   /** The acquisition call is over (granted or not). */
   done: boolean;
+  /** The synchronous run the call was made in. */
+  readonly run: Run;
+  /** The call's promise, settled when it is over (for an `unlock()` that waits for it); set by the lock. */
+  call?: Promise<unknown>;
 }
 
-/** The notes a task keeps (the newest first); older ones beyond it are dropped, as their unlocks fall back to the object's holder. */
+/** A synchronous run in which notes were made: open until the microtask that ends it (see `noteTaskHold`). */
+export interface Run {
+  open: boolean;
+}
+
+/** The notes a task keeps (the newest first); older ones beyond it are dropped. */
 const MAX_NOTES = 8;
 
 const notes = new AsyncLocalStorage<readonly TaskHold[]>();
+
+/** The symbol under which Node 20/22 keep an AsyncLocalStorage's store on each async resource; undefined on Node 24. */
+const resourceStore = (notes as unknown as { kResourceStore?: symbol }).kResourceStore;
+
+/** The open run of each async resource a note was made on (removed by the microtask that ends the run). */
+const runs = new WeakMap<object, Run>();
+
+/**
+ * The run the caller is in: the current async resource's open run, or a new one, ended by a microtask
+ * once this synchronous run is over. On Node 20/22 that microtask also puts back the resource's store as it
+ * was before the run's first note (`previous`), so that a later callback on the resource does not see it.
+ */
+function currentRun(previous: readonly TaskHold[] | undefined): Run {
+  const resource = executionAsyncResource();
+  const open = runs.get(resource);
+  if (open) return open;
+  const run: Run = { open: true };
+  runs.set(resource, run);
+  queueMicrotask(() => {
+    run.open = false;
+    runs.delete(resource);
+    if (resourceStore !== undefined) (resource as Record<symbol, unknown>)[resourceStore] = previous;
+  });
+  return run;
+}
 
 /**
  * Notes, in the calling task's async context, that `owner` (a detached context) makes a contextless
@@ -45,9 +81,10 @@ const notes = new AsyncLocalStorage<readonly TaskHold[]>();
  * the note: set `done` when the call is over.
  */
 export function noteTaskHold(lock: object, owner: LockContext): TaskHold {
-  const note: TaskHold = { lock, owner, done: false };
+  const previous = notes.getStore();
+  const note: TaskHold = { lock, owner, done: false, run: currentRun(previous) };
   const kept: TaskHold[] = [note];
-  for (const older of notes.getStore() ?? []) {
+  for (const older of previous ?? []) {
     if (kept.length === MAX_NOTES) break;
     if (!older.done || !older.owner.holds.isEmpty() || !kept.some((k) => k.lock === older.lock)) kept.push(older);
   }
@@ -55,9 +92,17 @@ export function noteTaskHold(lock: object, owner: LockContext): TaskHold {
   return note;
 }
 
-/** The owners of the calling task's noted acquisitions of `lock`, the newest first. */
-export function taskHolds(lock: object): LockContext[] {
-  const found: LockContext[] = [];
-  for (const note of notes.getStore() ?? []) if (note.lock === lock) found.push(note.owner);
-  return found;
+/** The calling task's newest note of `lock`, if it can see one. */
+export function newestNote(lock: object): TaskHold | undefined {
+  for (const note of notes.getStore() ?? []) if (note.lock === lock) return note;
+  return undefined;
+}
+
+/**
+ * The note of the caller's own earlier acquisition of `lock`, if its newest one is such: a note made in
+ * an earlier, closed synchronous run (one made in the run still open is a sibling task's, see above).
+ */
+export function callerNote(lock: object): TaskHold | undefined {
+  const note = newestNote(lock);
+  return note && !note.run.open ? note : undefined;
 }

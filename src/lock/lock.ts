@@ -1,8 +1,8 @@
 import { pause } from '../backoff.js';
-import { noteTaskHold, taskHolds, type TaskHold } from '../task-holds.js';
+import { callerNote, newestNote, noteTaskHold, type TaskHold } from '../task-holds.js';
 import { allLanded, anyRenewed, detachedContext, landed, owningContext, recordAcquired, recordReleased, releasedRenewed, takeOff, type Hold, type LockContext, type Unsettled } from '../context.js';
 import type { Core } from '../core.js';
-import { ClientClosedError, IllegalMonitorStateError, InvalidArgumentError, LockAcquireTimeoutError, LockLostError, RedisUnavailableError } from '../errors.js';
+import { ClientClosedError, IllegalMonitorStateError, InvalidArgumentError, LockAcquireTimeoutError, LockLostError, OwnerUnknownError, RedisUnavailableError, ReentryNeedsContextError } from '../errors.js';
 import { auxName, mainKey } from '../keys.js';
 import type { ObjectKind } from '../kinds.js';
 import type { MetricKind } from '../observe/kinds.js';
@@ -113,7 +113,7 @@ interface CallSteps {
   answered(acq: Acquisition, result: AcquireResult): unknown;
   failed(acq: Acquisition): void;
   ambiguous(acq: Acquisition): void;
-  late(acq: Acquisition, results: AcquireResult[]): void;
+  late(acq: Acquisition, results: AcquireResult[]): Promise<void> | undefined;
   sendUnlock(call: Unlock, attempt: number): Promise<number | null>;
   unlocked(call: Unlock, reply: number | null): void;
   unlockFailed(call: Unlock): void;
@@ -203,8 +203,8 @@ export class Acquisition implements Request<AcquireResult, unknown>, Taken {
     callSteps.ambiguous(this);
   }
 
-  onLateResults(results: AcquireResult[]): void {
-    callSteps.late(this, results);
+  onLateResults(results: AcquireResult[]): Promise<void> | undefined {
+    return callSteps.late(this, results);
   }
 }
 
@@ -263,8 +263,8 @@ class Unlock implements Request<number | null, void> {
  */
 type Contextless = LockContext;
 
-/** The contextless holds of a lock object that has had none: one empty list for all (never written to). */
-const NO_HOLDS: Contextless[] = [];
+/** Does nothing (settles a promise whatever its outcome). */
+const ignore = (): void => {};
 
 /** First and longest pause (ms) between tries of a compensating release while Redis is unreachable. */
 const UNDO_RETRY_MS = 100;
@@ -311,10 +311,6 @@ export class RLock {
   readonly key: string;
   /** The channel name once made (see `channel`). */
   private channelName: string | undefined;
-  /** This object's contextless holds not yet released, oldest first (see the class description); a shared empty list until the first. */
-  private contextless: Contextless[] = NO_HOLDS;
-  /** A grant to a new owner proves every other owner's hold gone (every lock but the read lock). */
-  protected readonly exclusive: boolean = true;
   /** The kind of lock, kept in its hash's `kind` field and checked by every acquisition; each variant has its own. */
   protected readonly kind: ObjectKind = 'lock';
   /** How metrics and events name this lock's kind (the `relock.kind` attribute); each variant has its own. */
@@ -436,7 +432,7 @@ export class RLock {
     const owner = this.checkIdentifier(options);
     options.signal?.throwIfAborted();
     if (options.acquiredExternally) return this.takeOver(detachedContext(owner), lease);
-    const taken = await this.acquireForCaller(wait, lease, options.signal, owner === undefined ? undefined : detachedContext(owner));
+    const taken = await this.acquireForCaller(wait, lease, options.signal, owner === undefined ? undefined : detachedContext(owner), true);
     if (!taken) throw new LockAcquireTimeoutError(this.name, wait);
     return this.handle(taken.ctx, taken.grant, lease);
   }
@@ -456,13 +452,19 @@ export class RLock {
   unlock(): Promise<void> {
     const ctx = this.context();
     if (ctx) return this.unlockAs(ctx);
-    const own = taskHolds(this);
-    // No hold, or the task's own acquisitions hold nothing (yet, or any more: a lease ran out and another task
-    // was granted the lock): an owner that holds nothing leaves the current holder alone and throws
-    // IllegalMonitorStateError.
-    const held = this.releasable(own);
-    if (!held) return this.unlockAs(detachedContext());
-    // Marked while its unlock runs, so that a concurrent unlock() picks another hold (cleared when it ends).
+    // Outside a context: the caller's newest note of this object alone (see task-holds.ts), never another hold.
+    const note = newestNote(this);
+    if (!note) return Promise.reject(new OwnerUnknownError(this.name));
+    // Its acquisition is in flight: its outcome first, so that a grant is released, not renewed forever.
+    if (!note.done) return note.call!.then(ignore, ignore).then(() => this.unlockNoted(note.owner));
+    return this.unlockNoted(note.owner);
+  }
+
+  /** Releases the hold of the contextless owner `held` (the caller's newest note), or throws `IllegalMonitorStateError` when it holds none. */
+  private unlockNoted(held: Contextless): Promise<void> {
+    // Refused, timed out, aborted, released, or being released by another unlock(): nothing of the caller's to release.
+    if (held.releasing! || !held.holds.has(this.holdKey)) return Promise.reject(new IllegalMonitorStateError(this.name, this.ownerOf(held)));
+    // Marked while its unlock runs, so that a concurrent unlock() of the same note throws (cleared when it ends).
     held.releasing = true;
     return this.unlockAs(held, undefined, undefined, held);
   }
@@ -529,11 +531,9 @@ export class RLock {
    * `WrongTypeError`, `RedisUnavailableError`, `ClientClosedError`.
    */
   async getHoldCount(): Promise<number> {
-    const ctx = this.context();
-    if (ctx) return Number((await this.read(['HGET', this.key, this.ownerOf(ctx)])) ?? 0);
-    const owners = (this.contextless.length > 0 ? this.contextless : [detachedContext()]).map((c) => this.ownerOf(c));
-    const counts = (await this.read(['HMGET', this.key, ...owners])) as Array<string | null>;
-    return counts.reduce((sum, count) => sum + Number(count ?? 0), 0);
+    // Outside a context, the owner of the caller's newest note of this object (none: a new owner, which holds nothing).
+    const ctx = this.context() ?? newestNote(this)?.owner ?? detachedContext();
+    return Number((await this.read(['HGET', this.key, this.ownerOf(ctx)])) ?? 0);
   }
 
   /**
@@ -562,11 +562,27 @@ export class RLock {
    * the wait ran out. An owner made for this call alone is abandoned when it got nothing. Never throws:
    * failures reject.
    */
-  protected acquireForCaller(waitMs: number, leaseMs: number | undefined, signal: AbortSignal | undefined, owner?: LockContext): Promise<Taken | undefined> {
-    const ctx = owner ?? this.acquiringContext();
-    // A contextless call notes its owner in the caller's task, for that task's unlock() (see task-holds.ts).
-    const note = owner === undefined && ctx.detached ? noteTaskHold(this, ctx) : undefined;
-    return this.acquireAs(ctx, waitMs, leaseMs, signal, note, true);
+  protected acquireForCaller(waitMs: number, leaseMs: number | undefined, signal: AbortSignal | undefined, owner?: LockContext, forHandle = false): Promise<Taken | undefined> {
+    let ctx = owner ?? this.context();
+    if (!ctx) {
+      // Outside a context, a task whose own earlier acquisition still holds the object (or is in flight) would
+      // wait for itself: refused, nothing sent (siblings started in the same synchronous run are new owners).
+      const earlier = callerNote(this);
+      if (earlier && (!earlier.done || this.stillHolds(earlier.owner))) return Promise.reject(new ReentryNeedsContextError(this.name));
+      ctx = detachedContext();
+    }
+    // A contextless lock()/tryLock() notes its owner in the caller's task, for that task's unlock() (see
+    // task-holds.ts); a handle's acquisition is released through the handle.
+    const note = owner === undefined && ctx.detached && !forHandle ? noteTaskHold(this, ctx) : undefined;
+    const call = this.acquireAs(ctx, waitMs, leaseMs, signal, note, true);
+    if (note) note.call = call;
+    return call;
+  }
+
+  /** Whether the contextless owner `ctx` holds this lock as far as this client knows: recorded, its lease not run out, its renewals not failed. */
+  private stillHolds(ctx: Contextless): boolean {
+    const until = ctx.until!;
+    return ctx.holds.has(this.holdKey) && until > monotonic() && (until < Infinity || this.core.watchdog.renews(this.key, this.ownerOf(ctx)));
   }
 
   /**
@@ -714,12 +730,12 @@ export class RLock {
    * the lock, possibly before this report came) the grant is the owner's hold and is not undone. A call
    * that left no mark (aborted) goes by the owner's current mark.
    */
-  private lateResults(acq: Acquisition, results: AcquireResult[]): void {
-    if (!results.some((r) => r.granted)) return;
+  private lateResults(acq: Acquisition, results: AcquireResult[]): Promise<void> | undefined {
+    if (!results.some((r) => r.granted)) return undefined;
     const mark = acq.mark ?? this.unsettled(acq.ctx);
-    if (mark?.tried) return;
+    if (mark?.tried) return undefined;
     if (mark && this.unsettled(acq.ctx) === mark) this.settle(acq.ctx);
-    void this.undo(acq.owner, monotonic() + acq.lease);
+    return this.undo(acq.owner, monotonic() + acq.lease);
   }
 
   /**
@@ -899,32 +915,10 @@ export class RLock {
     return this.attemptNow(acq) as Promise<Taken | undefined>;
   }
 
-  /**
-   * Adds a contextless hold to this object's list. A grant to a new owner of an exclusive lock proves the
-   * older contextless holds gone (their leases ran out, or they were deleted): they are dropped, so that
-   * `unlock()` releases the current holder. For the read lock, holds known to have ended are dropped.
-   */
+  /** Records the lease end of a contextless hold (Infinity while the watchdog renews it), for `stillHolds`. */
   private remember(ctx: LockContext, until: number): void {
-    const now = monotonic();
     ctx.until = until;
     ctx.releasing = false;
-    if (this.exclusive) this.contextless = [ctx]; // made with its one entry (a list grown from empty reserves room for 16)
-    else {
-      this.contextless = this.contextless.filter((c) => c !== ctx && (c.releasing! || (c.until! > now && (c.until! < Infinity || this.core.watchdog.renews(this.key, this.ownerOf(c))))));
-      this.contextless.push(ctx);
-    }
-  }
-
-  /** The oldest contextless hold no `unlock()` is releasing, if any: among `own` (the calling task's owners) unless it is empty. */
-  private releasable(own: readonly LockContext[]): Contextless | undefined {
-    for (const held of this.contextless) if (!held.releasing && (own.length === 0 || own.includes(held))) return held;
-    return undefined;
-  }
-
-  /** Removes `ctx` from this object's contextless holds (it holds nothing any more). */
-  private forget(ctx: LockContext): void {
-    const i = this.contextless.indexOf(ctx);
-    if (i >= 0) this.contextless.splice(i, 1); // never the shared empty list: it has no entry
   }
 
   /**
@@ -995,12 +989,10 @@ export class RLock {
     if (reply !== null && Number(reply) >= 2) reply = Number(reply) - 2;
     if (reply === null) {
       recordReleased(ctx, this.holdKey, renewed, true);
-      if (ctx.detached) this.forget(ctx);
       if (call.released) core.watchdog.reportLost(call.released, call.releasedAt, call.controller);
       throw new IllegalMonitorStateError(this.name, owner);
     }
     const hold = recordReleased(ctx, this.holdKey, renewed);
-    if (ctx.detached && !ctx.holds.has(this.holdKey)) this.forget(ctx);
     if (core.debug && Number(reply) === 1) {
       core.log.debug({ lock: this.name, owner, holdMs: hold ? Math.round(monotonic() - hold.since) : undefined }, 'lock released');
     }

@@ -308,7 +308,7 @@ export class RPermitExpirableSemaphore {
       signal,
       onSend: (at) => (sentAt = at),
       onLateResults: (replies) => {
-        if (tookPermits(replies)) void this.undo(ids);
+        return tookPermits(replies) ? this.undo(ids) : undefined;
       },
     });
     return acquireOutcome(take, sentAt);

@@ -219,8 +219,6 @@ abstract class ReadWriteSide extends RLock {
  * its own lease; the watchdog renews the holds taken without one.
  */
 export class RReadLock extends ReadWriteSide {
-  /** Readers share the lock: a grant to a new reader says nothing about the other read holds. */
-  protected override readonly exclusive: boolean = false;
   protected override readonly metricKind = 'read_lock';
 
   /** @internal Use `RReadWriteLock.readLock()`. */

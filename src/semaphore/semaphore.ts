@@ -179,7 +179,7 @@ export class RSemaphore extends CountedObject {
       deadline,
       signal,
       onLateResults: (replies) => {
-        if (tookPermits(replies)) void this.undo(permits);
+        return tookPermits(replies) ? this.undo(permits) : undefined;
       },
     });
     return acquireOutcome(take, true);
