@@ -311,7 +311,7 @@ export class OwnerUnknownError extends IllegalMonitorStateError {
 
 /**
  * A contextless acquisition (`lock()`, `tryLock()`, `acquire()` outside any lock context) by a task whose
- * own earlier acquisition of the same object still holds it or is still in flight. Outside a context every
+ * own earlier `lock()`/`tryLock()` of the same object still holds it. Outside a context every
  * acquisition is an owner of its own, so this one would wait for the caller's own hold (a deadlock), and a
  * task that acquires in a loop and releases in the jobs it starts cannot be told from one that reenters.
  * Refused at once, nothing sent to Redis: relock reenters only inside a context (`withLock()`,
@@ -324,7 +324,7 @@ export class ReentryNeedsContextError extends RelockError {
   ) {
     super(
       'REENTRY_NEEDS_CONTEXT',
-      `cannot acquire "${lockName}" again: this task already holds it (or is acquiring it) outside a lock context, and relock reenters only inside a context: ` +
+      `cannot acquire "${lockName}" again: this task already holds it outside a lock context, and relock reenters only inside a context: ` +
         'use withLock()/runInContext(), or use the handle from acquire() (pass it to the code that releases it)',
     );
   }

@@ -565,10 +565,11 @@ export class RLock {
   protected acquireForCaller(waitMs: number, leaseMs: number | undefined, signal: AbortSignal | undefined, owner?: LockContext, forHandle = false): Promise<Taken | undefined> {
     let ctx = owner ?? this.context();
     if (!ctx) {
-      // Outside a context, a task whose own earlier acquisition still holds the object (or is in flight) would
-      // wait for itself: refused, nothing sent (siblings started in the same synchronous run are new owners).
+      // Outside a context, a task whose own earlier acquisition still holds the object would wait for itself:
+      // refused, nothing sent (siblings started in the same synchronous run are new owners; so is a call while
+      // the earlier one is in flight, which a dispatcher starting jobs cannot tell from its own re-entry).
       const earlier = callerNote(this);
-      if (earlier && (!earlier.done || this.stillHolds(earlier.owner))) return Promise.reject(new ReentryNeedsContextError(this.name));
+      if (earlier?.done && this.stillHolds(earlier.owner)) return Promise.reject(new ReentryNeedsContextError(this.name));
       ctx = detachedContext();
     }
     // A contextless lock()/tryLock() notes its owner in the caller's task, for that task's unlock() (see

@@ -180,11 +180,11 @@ export abstract class GroupLock {
     return call;
   }
 
-  /** Outside a context, throws `ReentryNeedsContextError` when the caller's own earlier acquisition of this object holds it or is in flight. */
+  /** Outside a context, throws `ReentryNeedsContextError` when the caller's own earlier acquisition of this object holds it (see `RLock.acquireForCaller`). */
   private refuseReentry(ctxs: readonly LockContext[]): void {
     if (!ctxs[0].detached) return;
     const earlier = callerNote(this);
-    if (earlier && (!earlier.done || this.holder?.ctxs[0] === earlier.owner)) throw new ReentryNeedsContextError(this.name);
+    if (earlier?.done && this.holder?.ctxs[0] === earlier.owner) throw new ReentryNeedsContextError(this.name);
   }
 
   /**
