@@ -11,17 +11,19 @@ import type { LockContext } from './context.js';
  * `RLock.unlock`): it waits for it while it is in flight, releases exactly it while it holds, and refuses
  * otherwise; with no note it refuses (`OwnerUnknownError`): it never guesses another holder.
  *
- * Two limits of `enterWith`, handled here:
- * - On Node 20 and 22 it stores the note on the current async resource, which a later, unrelated callback
- *   may run on again (the next request on a keep-alive socket, the next tick of a `setInterval`): that
- *   callback would see the note as its own. So once the synchronous run in which a note was made is over
- *   (a microtask), the resource's store is put back as it was before the run; what the run started
- *   (promises, timers, callbacks) copied the note already and keeps it. Node 24 (AsyncContextFrame) has no
- *   such leak (`kResourceStore` is undefined there): nothing to put back.
- * - Tasks started in one synchronous run (the callbacks of `items.map(async …)`) begin in their caller's
- *   async context, so a callback sees the notes an earlier callback made before its first `await`. A note
- *   records its run (`Run.open` until that microtask): a note made in the same open run as a new call is a
- *   sibling's, not the caller's own earlier work (see `callerNote`).
+ * On Node 20 and 22 `enterWith` stores the note on the current async resource, which a later, unrelated
+ * callback may run on again (the next request on a keep-alive socket, the next tick of a `setInterval`):
+ * that callback would see the note as its own. So once the synchronous run in which a note was made is over
+ * (a microtask), the resource's store is put back as it was before the run; what the run started (promises,
+ * timers, callbacks) copied the note already and keeps it. Node 24 (AsyncContextFrame) has no such leak
+ * (`kResourceStore` is undefined there): nothing to put back.
+ *
+ * What no async context can tell: tasks started in one synchronous run (the callbacks of
+ * `items.map(async …)`, the jobs a dispatcher starts) begin in their caller's context, so a task sees the
+ * notes that tasks started before it in that run made before their first `await`, and so do the tasks the
+ * caller starts after its next `await`. The newest note a task sees is its own whenever it made one since;
+ * a task that made none sees another's (see `RLock.unlock` and `RLock.acquireForCaller` for what is then
+ * refused).
  *
  * A task keeps its newest note of each object it tried, granted or not, and the notes of acquisitions still
  * in flight or whose owner still records a hold, at most `MAX_NOTES` (the newest).
@@ -33,15 +35,8 @@ export interface TaskHold {
   readonly owner: LockContext;
   /** The acquisition call is over (granted or not). */
   done: boolean;
-  /** The synchronous run the call was made in. */
-  readonly run: Run;
   /** The call's promise, settled when it is over (for an `unlock()` that waits for it); set by the lock. */
   call?: Promise<unknown>;
-}
-
-/** A synchronous run in which notes were made: open until the microtask that ends it (see `noteTaskHold`). */
-export interface Run {
-  open: boolean;
 }
 
 /** The notes a task keeps (the newest first); older ones beyond it are dropped. */
@@ -52,26 +47,23 @@ const notes = new AsyncLocalStorage<readonly TaskHold[]>();
 /** The symbol under which Node 20/22 keep an AsyncLocalStorage's store on each async resource; undefined on Node 24. */
 const resourceStore = (notes as unknown as { kResourceStore?: symbol }).kResourceStore;
 
-/** The open run of each async resource a note was made on (removed by the microtask that ends the run). */
-const runs = new WeakMap<object, Run>();
+/** The async resources whose store a microtask will put back (see `restoreAfterRun`). */
+const restoring = new WeakSet<object>();
 
 /**
- * The run the caller is in: the current async resource's open run, or a new one, ended by a microtask
- * once this synchronous run is over. On Node 20/22 that microtask also puts back the resource's store as it
- * was before the run's first note (`previous`), so that a later callback on the resource does not see it.
+ * On Node 20/22, puts the current async resource's store back to `previous` (what it was before this
+ * synchronous run's first note) once the run is over, so that a later callback on the resource does not see
+ * the run's notes. Once per resource and run.
  */
-function currentRun(previous: readonly TaskHold[] | undefined): Run {
+function restoreAfterRun(previous: readonly TaskHold[] | undefined): void {
+  if (resourceStore === undefined) return;
   const resource = executionAsyncResource();
-  const open = runs.get(resource);
-  if (open) return open;
-  const run: Run = { open: true };
-  runs.set(resource, run);
+  if (restoring.has(resource)) return;
+  restoring.add(resource);
   queueMicrotask(() => {
-    run.open = false;
-    runs.delete(resource);
-    if (resourceStore !== undefined) (resource as Record<symbol, unknown>)[resourceStore] = previous;
+    restoring.delete(resource);
+    (resource as Record<symbol, unknown>)[resourceStore] = previous;
   });
-  return run;
 }
 
 /**
@@ -82,7 +74,8 @@ function currentRun(previous: readonly TaskHold[] | undefined): Run {
  */
 export function noteTaskHold(lock: object, owner: LockContext): TaskHold {
   const previous = notes.getStore();
-  const note: TaskHold = { lock, owner, done: false, run: currentRun(previous) };
+  restoreAfterRun(previous);
+  const note: TaskHold = { lock, owner, done: false };
   const kept: TaskHold[] = [note];
   for (const older of previous ?? []) {
     if (kept.length === MAX_NOTES) break;
@@ -96,13 +89,4 @@ export function noteTaskHold(lock: object, owner: LockContext): TaskHold {
 export function newestNote(lock: object): TaskHold | undefined {
   for (const note of notes.getStore() ?? []) if (note.lock === lock) return note;
   return undefined;
-}
-
-/**
- * The note of the caller's own earlier acquisition of `lock`, if its newest one is such: a note made in
- * an earlier, closed synchronous run (one made in the run still open is a sibling task's, see above).
- */
-export function callerNote(lock: object): TaskHold | undefined {
-  const note = newestNote(lock);
-  return note && !note.run.open ? note : undefined;
 }

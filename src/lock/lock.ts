@@ -1,5 +1,5 @@
 import { pause } from '../backoff.js';
-import { callerNote, newestNote, noteTaskHold, type TaskHold } from '../task-holds.js';
+import { newestNote, noteTaskHold, type TaskHold } from '../task-holds.js';
 import { allLanded, anyRenewed, detachedContext, landed, owningContext, recordAcquired, recordReleased, releasedRenewed, takeOff, type Hold, type LockContext, type Unsettled } from '../context.js';
 import type { Core } from '../core.js';
 import { ClientClosedError, IllegalMonitorStateError, InvalidArgumentError, LockAcquireTimeoutError, LockLostError, OwnerUnknownError, RedisUnavailableError, ReentryNeedsContextError } from '../errors.js';
@@ -565,10 +565,10 @@ export class RLock {
   protected acquireForCaller(waitMs: number, leaseMs: number | undefined, signal: AbortSignal | undefined, owner?: LockContext, forHandle = false): Promise<Taken | undefined> {
     let ctx = owner ?? this.context();
     if (!ctx) {
-      // Outside a context, a task whose own earlier acquisition still holds the object would wait for itself:
-      // refused, nothing sent (siblings started in the same synchronous run are new owners; so is a call while
-      // the earlier one is in flight, which a dispatcher starting jobs cannot tell from its own re-entry).
-      const earlier = callerNote(this);
+      // Outside a context, a task whose newest note of the object holds it would wait for itself: refused,
+      // nothing sent. A note still in flight is no refusal: siblings started in one synchronous run, and the
+      // jobs a dispatcher starts, see such notes of tasks started before them (see task-holds.ts).
+      const earlier = newestNote(this);
       if (earlier?.done && this.stillHolds(earlier.owner)) return Promise.reject(new ReentryNeedsContextError(this.name));
       ctx = detachedContext();
     }

@@ -5,7 +5,7 @@ import { IllegalMonitorStateError, LockAcquireTimeoutError, OwnerUnknownError, R
 import type { LockHandle } from '../lock/handle.js';
 import { memberSteps as steps, requireLockUnit, tryLockTimes, type AcquireOptions, type RLock } from '../lock/lock.js';
 import { checkOptions, leaseMillis, optionLease, optionWait, type TimeUnit } from '../time.js';
-import { callerNote, newestNote, noteTaskHold } from '../task-holds.js';
+import { newestNote, noteTaskHold } from '../task-holds.js';
 import { checkMembers, contextsOf, groupHandle, groupName, type Holding } from './members.js';
 
 declare module '../observe/kinds.js' {
@@ -183,7 +183,7 @@ export abstract class GroupLock {
   /** Outside a context, throws `ReentryNeedsContextError` when the caller's own earlier acquisition of this object holds it (see `RLock.acquireForCaller`). */
   private refuseReentry(ctxs: readonly LockContext[]): void {
     if (!ctxs[0].detached) return;
-    const earlier = callerNote(this);
+    const earlier = newestNote(this);
     if (earlier?.done && this.holder?.ctxs[0] === earlier.owner) throw new ReentryNeedsContextError(this.name);
   }
 
