@@ -44,6 +44,8 @@ export interface MemberSteps {
   release(lock: RLock, ctx: LockContext): Promise<void>;
   handle(lock: RLock, ctx: LockContext, grant: Grant, leaseMs: number | undefined): LockHandle;
   setLease(lock: RLock, ctx: LockContext, leaseMs: number): Promise<number | undefined>;
+  /** Whether `ctx`'s owner holds `lock` (`HGET`). */
+  held(lock: RLock, ctx: LockContext): Promise<boolean>;
   /** The id of the `LockClient` that made the lock. */
   clientId(lock: RLock): string;
   /** That client's `lockWatchdogTimeout` (ms). */
@@ -294,17 +296,17 @@ export const LOCK_RENEWAL: RenewalKind = { script: RENEW, keysPerHold: 1 };
  *
  * Outside any context a lock object behaves as a mutex, so that one object shared by concurrent tasks
  * (hoisted to module scope, called from request handlers) still lets one task in at a time: each
- * acquisition is an owner of its own, never reentrant (the same object locked twice in a row waits for
- * itself, as any mutex; `tryLock(w)` then returns false after `w`), and waits behind the current holder.
- * `unlock()` outside a context releases the hold the calling task acquired on this object (its async
- * context remembers its own contextless acquisitions, see task-holds.ts): a task whose hold was lost (its
- * lease ran out, another task got the lock) and that unlocks late gets `IllegalMonitorStateError` and
- * leaves the next holder alone, as Redisson's owner-checked unlock. A task that made no acquisition of
- * the object (a lock taken in one callback and released in another) releases the object's current
- * contextless holder (for a read lock, its oldest contextless read hold). A handle from `acquire()`
- * releases exactly its own hold from anywhere. `getHoldCount()` and `isHeldByCurrentContext()` outside a context
- * count this object's contextless holds still in Redis. Create lock objects with `LockClient.getLock(name)`;
- * each call returns a new object.
+ * acquisition is an owner of its own, never reentrant, and waits behind the current holder. relock knows a
+ * contextless acquisition's task only through the caller's async context (task-holds.ts): where that tells
+ * exactly it acts, where it cannot it refuses with a typed error, never guessing. `unlock()` outside a
+ * context releases only the calling task's newest `lock()`/`tryLock()` of this object (waiting for it while
+ * in flight); when that holds nothing it throws `IllegalMonitorStateError` (a task whose lease ran out and
+ * that unlocks late leaves the next holder alone, as Redisson's owner-checked unlock), and when the task
+ * made none (a lock taken in one callback and released in another) `OwnerUnknownError`. A task whose newest
+ * acquisition still holds the object and that acquires it again gets `ReentryNeedsContextError` (it would
+ * wait for itself). A handle from `acquire()` releases exactly its own hold from anywhere.
+ * `getHoldCount()` and `isHeldByCurrentContext()` outside a context count the hold of that newest
+ * acquisition. Create lock objects with `LockClient.getLock(name)`; each call returns a new object.
  */
 export class RLock {
   /** The Redis key of the lock hash. */
@@ -333,6 +335,7 @@ export class RLock {
       release: (lock, ctx) => lock.unlockAs(ctx),
       handle: (lock, ctx, grant, leaseMs) => lock.handle(ctx, grant, leaseMs),
       setLease: (lock, ctx, leaseMs) => lock.setLease(ctx, leaseMs),
+      held: (lock, ctx) => lock.holdCount(ctx).then((count) => count > 0),
       clientId: (lock) => lock.core.id,
       watchdogLease: (lock) => lock.core.watchdog.leaseMs,
     };
@@ -384,9 +387,9 @@ export class RLock {
    * with it, the lock expires `leaseTime` after the acquisition and is not renewed. Reentrant inside a
    * context: the owner's hold count rises by one, and the lock's TTL is raised to this acquisition's lease
    * when it is shorter, never lowered (Redisson resets it to the inner lease, which can cut an outer hold
-   * short). Outside any context it is not reentrant (see the class description): called twice on one
-   * object without an unlock in between, the second call waits for the first hold (a self-deadlock, as
-   * with any mutex). Resolves once held. Throws `InvalidArgumentError` (bad time or unit),
+   * short). Outside any context it is not reentrant (see the class description): called again by a task
+   * whose newest acquisition of the object holds it, it throws `ReentryNeedsContextError` at once (nothing
+   * sent). Resolves once held. Throws `InvalidArgumentError` (bad time or unit),
    * `WrongTypeError` (the key holds another type, or another kind of relock object holds the name),
    * `RedisUnavailableError`, `ClientClosedError`.
    */
@@ -403,7 +406,7 @@ export class RLock {
    * A wait time <= 0 (such as `-1`) makes exactly one attempt, as in Redisson; to wait until the lock is
    * free use `lock()` or `acquire()` without a wait time (`Infinity` also waits without limit). Waiting is woken by the unlock message, with a timer on
    * the holder's TTL as fallback. Resolves to true when acquired, false when the lock stayed busy (outside
-   * any context, also when this object already holds it: see the class description).
+   * any context, `ReentryNeedsContextError` when the calling task already holds it: see the class description).
    * Throws `InvalidArgumentError`, `WrongTypeError`, `RedisUnavailableError` (Redis unreachable for
    * the whole wait or the retry policy; when its reply was lost, the grant is adopted by the owner's next
    * acquisition, or released in the background once Redis answers again for an owner outside any context),
@@ -442,9 +445,10 @@ export class RLock {
    * zero the lock is deleted and waiters are woken. The watchdog stops renewing at once, before Redis
    * answers. A retry after a lost reply replays the first answer (a guard on the hold count this client
    * knows; see `unlockSource`): one request, and no key but the lock's written, when nothing fails. Inside a context it
-   * releases the context's hold; outside any context, the calling task's own hold of this object, or when
-   * the task made no acquisition of it, this object's current contextless holder's (see the class
-   * description). Throws `IllegalMonitorStateError` when the caller does not hold the lock
+   * releases the context's hold; outside any context, the hold of the calling task's newest `lock()`/`tryLock()`
+   * of this object (waited for while in flight), and nothing else (see the class description). Throws
+   * `OwnerUnknownError` outside a context when the task made no such acquisition (nothing is sent),
+   * `IllegalMonitorStateError` when the caller does not hold the lock
    * (including after its lease expired: a new holder's lock is left alone; a hold renewed by the watchdog
    * that is found gone this way is also reported by `lockLost`), `RedisUnavailableError`,
    * `ClientClosedError`.
@@ -517,22 +521,24 @@ export class RLock {
   }
 
   /**
-   * Whether the caller's owner holds the lock (`HEXISTS`; Redisson's `isHeldByCurrentThread`); outside any
-   * context, whether one of this object's contextless acquisitions still holds it (`HMGET`; see the class
-   * description). Throws `WrongTypeError`, `RedisUnavailableError`, `ClientClosedError`.
+   * Whether the caller's owner holds the lock (Redisson's `isHeldByCurrentThread`): `getHoldCount() > 0`. Throws `WrongTypeError`, `RedisUnavailableError`, `ClientClosedError`.
    */
   async isHeldByCurrentContext(): Promise<boolean> {
     return (await this.getHoldCount()) > 0;
   }
 
   /**
-   * The caller's hold count (`HGET`), 0 when it does not hold the lock; outside any context, the holds of
-   * this object's contextless acquisitions still in Redis (`HMGET`: 0 or 1, except for a read lock). Throws
+   * The caller's hold count (`HGET`), 0 when it does not hold the lock; outside any context, the hold of the
+   * calling task's newest `lock()`/`tryLock()` of this object (0 or 1; 0 when it made none). Throws
    * `WrongTypeError`, `RedisUnavailableError`, `ClientClosedError`.
    */
   async getHoldCount(): Promise<number> {
     // Outside a context, the owner of the caller's newest note of this object (none: a new owner, which holds nothing).
-    const ctx = this.context() ?? newestNote(this)?.owner ?? detachedContext();
+    return this.holdCount(this.context() ?? newestNote(this)?.owner ?? detachedContext());
+  }
+
+  /** The hold count of `ctx`'s owner in Redis (`HGET`). */
+  protected async holdCount(ctx: LockContext): Promise<number> {
     return Number((await this.read(['HGET', this.key, this.ownerOf(ctx)])) ?? 0);
   }
 

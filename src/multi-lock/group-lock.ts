@@ -154,6 +154,17 @@ export abstract class GroupLock {
     await this.releaseAll(hold.held.map((i) => steps.release(this.locks[i], hold.ctxs[i])));
   }
 
+  /**
+   * For `isHeldByCurrentContext`: whether the caller's owner holds each member (`HGET` on each). Outside a
+   * context, the owners of the calling task's newest `lock()`/`tryLock()` of this object while it is the
+   * current holder (otherwise new owners, which hold nothing).
+   */
+  protected membersHeld(): Array<Promise<boolean>> {
+    const note = currentContext() ? undefined : newestNote(this);
+    const ctxs = note && this.holder?.ctxs[0] === note.owner ? this.holder.ctxs : contextsOf(this.locks);
+    return this.locks.map((lock, i) => steps.held(lock, ctxs[i]));
+  }
+
   /** Waits for member releases and reports their failures (see each class). */
   protected abstract releaseAll(releases: Array<Promise<void>>): Promise<void>;
 

@@ -123,12 +123,12 @@ export class RRedLock extends GroupLock {
 
   /**
    * Whether the caller holds a quorum of the members (`HEXISTS` on each node, as `RLock.isHeldByCurrentContext`;
-   * outside any context, this object's current contextless holder's). Nodes that do not answer within
+   * outside any context, the calling task's newest acquisition's, see `GroupLock.membersHeld`). Nodes that do not answer within
    * 1 s count as not held. Throws `RedisUnavailableError` only when the nodes that answered cannot tell
    * (fewer than a quorum held, but enough did not answer to make one), `ClientClosedError`.
    */
   async isHeldByCurrentContext(): Promise<boolean> {
-    const results = await settleWithin(this.locks.map((lock) => lock.isHeldByCurrentContext()), RELEASE_WAIT_MS);
+    const results = await settleWithin(this.membersHeld(), RELEASE_WAIT_MS);
     const held = results.filter((r) => r?.status === 'fulfilled' && r.value).length;
     const unknown = results.filter((r) => r?.status !== 'fulfilled').length;
     const closed = failures(results).find((e) => e instanceof ClientClosedError);
