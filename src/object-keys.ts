@@ -1,5 +1,5 @@
 import type { Core } from './core.js';
-import { WRONG_KIND, redisTypeOf, type ObjectKind } from './kinds.js';
+import { checkedRead, WRONG_KIND, redisTypeOf, type ObjectKind } from './kinds.js';
 import { defineScript, replies } from './redis/script.js';
 import { positiveTime } from './semaphore/permits.js';
 import type { TimeUnit } from './time.js';
@@ -52,11 +52,12 @@ export class ObjectKeys {
     private readonly deletedMessage: string,
   ) {}
 
-  /** Whether any of the keys exists (`EXISTS`). */
+  /** Whether any of the keys exists (`EXISTS`), after checking the main key's kind (`checkedRead`: another kind's key or other data throws `WrongTypeError`). */
   async isExists(): Promise<boolean> {
     this.core.checkOpen();
-    const { main, others } = this;
-    const reply = await this.core.executor.run('object.isExists', () => this.core.connection.send(main, ['EXISTS', main, ...others]), { idempotent: true });
+    const { main, others, kind } = this;
+    const expects = { key: main, kind };
+    const reply = await this.core.executor.run('object.isExists', () => checkedRead(this.core.connection, expects, ['EXISTS', main, ...others]), { idempotent: true, expects });
     return Number(reply) > 0;
   }
 
