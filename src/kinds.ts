@@ -49,6 +49,17 @@ end
 `;
 
 /**
+ * Lua: `otherKind(key, kind)`, nil when `key` is free or holds an object of `kind` (see `kindOf`), else the
+ * error reply `WRONGTYPE relock:<the kind found, or the Redis type of data relock did not write>` (return
+ * it), which `wrongTypeError` reads.
+ */
+export const OTHER_KIND = `${KIND_OF}local function otherKind(key, kind)
+  local t, found = kindOf(key)
+  if t ~= 'none' and found ~= kind then return redis.error_reply('WRONGTYPE relock:' .. (found ~= '' and found or t)) end
+end
+`;
+
+/**
  * Reads what a key holds, for the error of a command Redis itself refused with WRONGTYPE: `{TYPE, kind}`
  * (see `kindOf`). Reads only.
  */
@@ -79,8 +90,8 @@ const CHECKED_READ = defineScript({
   args: ['kind'],
   rest: 'command',
   readOnly: true,
-  lua: `${KIND_OF}local t, found = kindOf(key)
-if t ~= 'none' and found ~= kind then return redis.error_reply('WRONGTYPE relock:' .. (found ~= '' and found or t)) end
+  lua: `${OTHER_KIND}local refused = otherKind(key, kind)
+if refused then return refused end
 return redis.call(unpack(ARGV, commandFrom))`,
   parse: (reply) => reply,
 });
