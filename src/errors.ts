@@ -117,17 +117,36 @@ export class WrongTypeError extends RelockError {
   ) {
     const found = options?.foundKind;
     const asked = options?.askedKind;
-    const what = asked === undefined ? `the ${expectedType} relock expects` : `what a ${asked} keeps there (a Redis ${expectedType})`;
     super(
       'WRONG_TYPE',
       found !== undefined
-        ? `key "${key}" belongs to a ${found}, so a ${asked ?? 'relock object of another kind'} cannot use it: a name serves one kind of relock object at a time; nothing was written`
-        : `key "${key}" holds a Redis ${actualType} that is not ${what}: the name is used by other data; nothing was written`,
+        ? `key "${key}" belongs to ${article(found)}, so ${asked === undefined ? 'a relock object of another kind' : article(asked)} cannot use it: a name serves one kind of relock object at a time; nothing was written`
+        : `key "${key}" holds ${foundData(actualType, expectedType)}, where ${asked === undefined ? 'relock' : article(asked)} keeps ${expectedData(asked, expectedType)}: the name is used by data relock did not write; nothing was written`,
       options,
     );
     this.foundKind = found;
     this.askedKind = asked;
   }
+}
+
+/** `kind` with its indefinite article: "a lock", "an expirable-semaphore". */
+function article(kind: string): string {
+  return `${/^[aeiou]/i.test(kind) ? 'an' : 'a'} ${kind}`;
+}
+
+/** What a `WrongTypeError` found at a key that holds no relock object, for its message. */
+function foundData(actualType: string, expectedType: string): string {
+  if (actualType === 'hash' && expectedType === 'hash') return "a Redis hash without relock's kind field";
+  if (actualType === 'string' && expectedType === 'string') return 'a Redis string that is not an integer';
+  return actualType === 'none' || actualType === 'unknown' ? `data of an unknown type (${actualType})` : `a Redis ${actualType}`;
+}
+
+/** What an object of kind `asked` keeps at its key, for the message of a `WrongTypeError`. */
+function expectedData(asked: ObjectKind | undefined, expectedType: string): string {
+  if (asked === 'read-write-lock') return "a Redis hash with a 'mode' field";
+  if (asked === 'semaphore') return 'its free permit count, an integer in a Redis string';
+  if (asked === 'expirable-semaphore') return 'its permits in a Redis sorted set';
+  return asked !== undefined && expectedType === 'hash' ? `a Redis hash with the field kind=${asked}` : `a Redis ${expectedType}`;
 }
 
 /**

@@ -54,10 +54,11 @@ export type { AcquireMessage, LostMessage, ReleaseMessage } from './observe/chan
 export type { AcquireOutcome, MetricKind, MetricKinds, WokenBy } from './observe/kinds.js';
 export type { MeterProviderLike, OtelOptions, TracerProviderLike } from './observe/options.js';
 export type { ObjectKind, ObjectKinds } from './kinds.js';
+export { MAX_NAME_LENGTH } from './keys.js';
 export type { LockEvent } from './lock/events.js';
 export { LockHandle } from './lock/handle.js';
 export { RLock, type AcquireOptions } from './lock/lock.js';
-export type { GroupLock } from './multi-lock/group-lock.js';
+export type { GroupAcquireOptions, GroupLock } from './multi-lock/group-lock.js';
 export { RMultiLock } from './multi-lock/multi-lock.js';
 export { RRedLock } from './red-lock/red-lock.js';
 export { RSpinLock, type SpinLockOptions } from './spin-lock/spin-lock.js';

@@ -4,12 +4,13 @@ import { allLanded, anyRenewed, detachedContext, landed, owningContext, recordAc
 import type { Core } from '../core.js';
 import { ClientClosedError, IllegalMonitorStateError, InvalidArgumentError, LockAcquireTimeoutError, LockLostError, OwnerUnknownError, RedisUnavailableError, ReentryNeedsContextError } from '../errors.js';
 import { auxName, mainKey } from '../keys.js';
-import type { ObjectKind } from '../kinds.js';
+import { checkedRead, type ObjectKind } from '../kinds.js';
 import type { MetricKind } from '../observe/kinds.js';
 import { QUIET_PROBE, type AcquireProbe } from '../observe/observer.js';
 import { WAKE_ONE, type Channel, type WakeRule } from '../pubsub/channel.js';
 import { waitDeadline, waitMore, type Attempt } from '../pubsub/wait.js';
-import { checkOptions, leaseMillis, monotonic, optionLease, optionWait, refuseOptionsObject, requireUnit, waitMillis, type TimeUnit } from '../time.js';
+import { optionKeys } from '../option-keys.js';
+import { checkOptions, leaseMillis, monotonic, optionLease, optionWait, refuseOptionsObject, refuseStringTime, requireUnit, timeFields, waitMillis, type TimeUnit } from '../time.js';
 import type { Request } from '../redis/executor.js';
 import { HoldSignal, type ReleasedHold, type RenewalKind, type WatchdogHold } from '../watchdog/hold.js';
 import { KeyEvents, type LockEvent } from './events.js';
@@ -95,6 +96,9 @@ export interface AcquireOptions {
    */
   acquiredExternally?: boolean;
 }
+
+/** The keys of `AcquireOptions` (any other key is refused: `refuseUnknownKeys`). */
+export const ACQUIRE_OPTION_KEYS = optionKeys<AcquireOptions>({ ...timeFields(), identifier: true, acquiredExternally: true });
 
 /** Field names of lock hashes that are not owners. */
 const RESERVED_FIELDS = new Set(['kind', 'mode']);
@@ -429,7 +433,7 @@ export class RLock {
    * without `unit`), and the errors of `tryLock`.
    */
   async acquire(options: AcquireOptions = {}): Promise<LockHandle> {
-    checkOptions(options);
+    checkOptions(options, ACQUIRE_OPTION_KEYS);
     const wait = optionWait(options);
     const lease = optionLease(options);
     const owner = this.checkIdentifier(options);
@@ -1131,9 +1135,11 @@ export class RLock {
     return (this.expected ??= { key: this.key, kind: this.kind });
   }
 
+  /** Sends the read `args` of this lock's key, kind-checked (`checkedRead`: another kind's key or other data throws `WrongTypeError`). */
   private read(args: string[]): Promise<unknown> {
     this.core.checkOpen();
-    return this.core.executor.run(args[0], () => this.core.connection.send(this.key, args), { idempotent: true, expects: this.expects });
+    const expects = this.expects;
+    return this.core.executor.run(args[0], () => checkedRead(this.core.connection, expects, args), { idempotent: true, expects });
   }
 }
 
@@ -1144,6 +1150,7 @@ export const requireLockUnit = (unit: TimeUnit | undefined): TimeUnit => require
 export function tryLockTimes(waitTime: number | undefined, leaseOrUnit: number | TimeUnit | undefined, unit: TimeUnit | undefined): [number, number | undefined] {
   if (waitTime === undefined) return [0, undefined];
   refuseOptionsObject(waitTime, 'waitTime', 'tryLock(1, 5, "seconds")', 'acquire(options)');
+  if (unit !== undefined) refuseStringTime(leaseOrUnit, 'leaseTime', 'tryLock(0, 5, "seconds")');
   if (typeof leaseOrUnit === 'string' || leaseOrUnit === undefined) {
     return [waitMillis(waitTime, requireLockUnit(leaseOrUnit)), undefined];
   }

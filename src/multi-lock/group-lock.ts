@@ -4,7 +4,7 @@ import type { MetricKind } from '../observe/kinds.js';
 import { IllegalMonitorStateError, LockAcquireTimeoutError, OwnerUnknownError, ReentryNeedsContextError } from '../errors.js';
 import type { LockHandle } from '../lock/handle.js';
 import { memberSteps as steps, requireLockUnit, tryLockTimes, type AcquireOptions, type RLock } from '../lock/lock.js';
-import { checkOptions, leaseMillis, optionLease, optionWait, type TimeUnit } from '../time.js';
+import { checkOptions, leaseMillis, optionLease, optionWait, TIME_OPTION_KEYS, type TimeUnit } from '../time.js';
 import { newestNote, noteTaskHold } from '../task-holds.js';
 import { checkMembers, contextsOf, groupHandle, groupName, type Holding } from './members.js';
 
@@ -18,6 +18,9 @@ declare module '../observe/kinds.js' {
 }
 
 /** What a group acquisition got: the members it holds and, for RRedLock, the end of validity (monotonic ms). */
+/** Options of a multi-lock's or RRedLock's `acquire()`: `RLock.acquire`'s times and signal (no `identifier`: a group has one owner per member). */
+export type GroupAcquireOptions = Omit<AcquireOptions, 'identifier' | 'acquiredExternally'>;
+
 export interface Taken {
   readonly holding: Holding;
   readonly validUntil?: number | undefined;
@@ -104,8 +107,8 @@ export abstract class GroupLock {
    * time it waits as long as it takes. Throws `LockAcquireTimeoutError` when the wait ran out,
    * `signal.reason` when aborted, and the errors of `lock()`.
    */
-  async acquire(options: AcquireOptions = {}): Promise<LockHandle> {
-    checkOptions(options);
+  async acquire(options: GroupAcquireOptions = {}): Promise<LockHandle> {
+    checkOptions(options, TIME_OPTION_KEYS);
     const wait = optionWait(options);
     const lease = optionLease(options);
     options.signal?.throwIfAborted();
