@@ -34,6 +34,10 @@ import { READ_WRITE_LOCK_DESCRIPTOR } from './read-write-lock/descriptor.js';
 import { SEMAPHORE_DESCRIPTOR } from './semaphore/descriptor.js';
 import { PERMIT_EXPIRABLE_SEMAPHORE_DESCRIPTOR } from './permit-expirable-semaphore/descriptor.js';
 import { COUNT_DOWN_LATCH_DESCRIPTOR } from './count-down-latch/descriptor.js';
+import { RLeaderElection, type LeaderElectionOptions } from './leader-election/leader-election.js';
+import { LEADER_ELECTION_DESCRIPTOR } from './leader-election/descriptor.js';
+import { RJobLock, type ExclusiveRun, type RunExclusiveOptions } from './job-lock/job-lock.js';
+import { JOB_LOCK_DESCRIPTOR } from './job-lock/descriptor.js';
 
 /**
  * Every kind of object relock keeps in Redis, one descriptor per primitive folder, in the order the
@@ -49,6 +53,8 @@ export const OBJECT_DESCRIPTORS: readonly KindDescriptor[] = Object.freeze([
   SEMAPHORE_DESCRIPTOR,
   PERMIT_EXPIRABLE_SEMAPHORE_DESCRIPTOR,
   COUNT_DOWN_LATCH_DESCRIPTOR,
+  LEADER_ELECTION_DESCRIPTOR,
+  JOB_LOCK_DESCRIPTOR,
 ]);
 
 /**
@@ -345,6 +351,40 @@ export class LockClient extends EventEmitter<LockClientEvents> {
       await handle.release();
       return result;
     });
+  }
+
+  /**
+   * A leader election for `name` (etcd's `concurrency.Election`, Curator's `LeaderLatch`/`LeaderSelector`),
+   * built on the fenced lock and the watchdog: `campaign()` waits until elected and gives a `Leadership`
+   * (term = fencing token, loss `signal`, `resign()`), `run(fn)` is the singleton-worker loop, `leader()`
+   * and `observe()` tell who leads. `options.identity`: what this process publishes as leader (default
+   * `hostname:pid`). See `RLeaderElection` for its keys and channels. Each call returns a new object.
+   * Sends nothing to Redis. Throws as `getLock`, and `InvalidArgumentError` for a bad or unknown option.
+   */
+  getLeaderElection(name: string, options?: LeaderElectionOptions): RLeaderElection {
+    return new RLeaderElection(this.core, name, options);
+  }
+
+  /**
+   * Runs the scheduled job `fn` only if no other instance runs (or just ran) it (ShedLock's
+   * `@SchedulerLock`; `withLock` stays for critical sections): one attempt at the lock `name` (kind
+   * `job-lock`), never waiting. Busy: resolves `{ ran: false }` at once. Free: runs `fn(signal)` and
+   * resolves `{ ran: true, value }`. The lock is kept at most `atMostMs` (the lease if this process dies;
+   * with `watchdog: true` the watchdog renews it while `fn` runs, capped at `atMostMs`), and at least
+   * `atLeastMs` from the start: an early finish shortens its TTL to the rest of `atLeastMs` (owner-checked
+   * script `jobLock.shorten`, never lengthened) instead of releasing it, so that instances whose schedulers
+   * fire slightly apart do not run the same tick twice. `signal` (`fn`'s) aborts when the lock is lost,
+   * at the `atMostMs` cap, or when `options.signal` aborts; pass it on. Redis: the lock hash `keyPrefix +
+   * name`. Throws `InvalidArgumentError` (bad or unknown option, `atLeastMs` above `atMostMs`),
+   * `options.signal.reason`, `fn`'s error (the lock is left as after a finish), `WrongTypeError`,
+   * `RedisUnavailableError`, `ClientClosedError`. See docs/scheduled-jobs.md.
+   */
+  runExclusive<T>(name: string, fn: (signal: AbortSignal) => T | Promise<T>, options: RunExclusiveOptions): Promise<ExclusiveRun<T>> {
+    try {
+      return new RJobLock(this.core, name).runExclusive(fn, options);
+    } catch (error) {
+      return Promise.reject(error);
+    }
   }
 
   /**

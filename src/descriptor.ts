@@ -100,6 +100,10 @@ export interface Description {
   readonly holders?: Holder[];
   /** Fenced locks: the last fencing token handed out (a string: it may exceed 2^53). */
   readonly fencingToken?: string;
+  /** Leader elections: who leads (identity, term, ms left on its lease), or `null` when nobody does. */
+  readonly leader?: { readonly identity: string; readonly term: string; readonly remainingMs: number } | null;
+  /** Leader elections: the last term handed out (a string: it may exceed 2^53). */
+  readonly term?: string;
   /** Fair locks: the waiters. */
   readonly queue?: Waiter[];
   /** Read-write locks: `read`, `write`, or `null` when free. */

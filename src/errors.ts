@@ -10,7 +10,7 @@ export class RelockError extends Error {
    * A stable identifier, for logs and `switch` statements: `'ILLEGAL_MONITOR_STATE'`, `'LOCK_LOST'`,
    * `'LOCK_ACQUIRE_TIMEOUT'`, `'INVALID_ARGUMENT'`, `'WRONG_TYPE'`, `'CLIENT_CLOSED'`, `'REDIS_UNAVAILABLE'`,
    * `'REDIS_COMMAND'`, `'NO_PERMISSION'`, `'CROSS_SLOT'`, `'NO_SYNCED_REPLICAS'`, `'PERMIT_ACQUIRE_TIMEOUT'`, `'PERMIT_NOT_HELD'`,
-   * `'LOCK_UPGRADE'`, `'OWNER_UNKNOWN'`, `'REENTRY_NEEDS_CONTEXT'`.
+   * `'LOCK_UPGRADE'`, `'OWNER_UNKNOWN'`, `'REENTRY_NEEDS_CONTEXT'`, `'LEADERSHIP_ENDED'`.
    */
   readonly code: string;
   constructor(code: string, message: string, options?: { cause?: unknown }) {
@@ -346,5 +346,22 @@ export class ReentryNeedsContextError extends RelockError {
       `cannot acquire "${lockName}" again: this task already holds it outside a lock context, and relock reenters only inside a context: ` +
         'use withLock()/runInContext(), or use the handle from acquire() (pass it to the code that releases it)',
     );
+  }
+}
+
+/**
+ * A leadership ended (`Leadership.signal`'s reason): `'resigned'`, by `resign()` (or `await using`, or the
+ * end of `run()`'s function or caller's signal); `'lost'`, the election's lock was lost (its `cause` is the
+ * `LockLostError`: expired, renewals failed or late, or the client shut down). Not thrown by a method.
+ */
+export class LeadershipEndedError extends RelockError {
+  constructor(
+    /** The election's name, as given to `getLeaderElection()`. */
+    readonly election: string,
+    /** Why it ended: `'resigned'` or `'lost'`. */
+    readonly reason: 'resigned' | 'lost',
+    options?: { cause?: unknown },
+  ) {
+    super('LEADERSHIP_ENDED', `leadership of "${election}" ended (${reason})`, options);
   }
 }

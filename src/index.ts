@@ -18,6 +18,8 @@
  * @document ../docs/locks.md
  * @document ../docs/locks-more.md
  * @document ../docs/semaphores.md
+ * @document ../docs/leader-election.md
+ * @document ../docs/scheduled-jobs.md
  * @document ../docs/topologies.md
  * @document ../docs/security.md
  * @document ../docs/reliability.md
@@ -73,3 +75,15 @@ export { RSemaphore, type SemaphoreAcquireOptions } from './semaphore/semaphore.
 export type { TimeUnit } from './time.js';
 export { FencedLock, MultiLock, RedLock, SpinLock } from './deprecated.js';
 export type { LockLostEvent } from './watchdog/watchdog.js';
+export {
+  RLeaderElection,
+  type CampaignOptions,
+  type LeaderChange,
+  type LeaderElectionOptions,
+  type LeaderInfo,
+  type ObserveOptions,
+  type RunLeaderOptions,
+} from './leader-election/leader-election.js';
+export { Leadership } from './leader-election/leadership.js';
+export { LeadershipEndedError } from './errors.js';
+export type { ExclusiveRun, RunExclusiveOptions } from './job-lock/job-lock.js';

@@ -53,3 +53,13 @@ function distance(a: string, b: string): number {
   return previous[b.length];
 }
 
+
+/**
+ * Throws `InvalidArgumentError` (naming `what`) unless `options` is an object, then refuses its unknown
+ * keys as `refuseUnknownKeys` does (the error names `what.key` and the nearest known key). For options
+ * objects that have no time fields (`checkOptions` in time.ts covers those).
+ */
+export function refuseUnknown(options: unknown, known: readonly string[], what: string): void {
+  if (options === null || typeof options !== 'object') throw new InvalidArgumentError(what, 'must be an object');
+  refuseUnknownKeys(options, known, `${what}.`);
+}

@@ -37,6 +37,12 @@ export type WorkerEvent =
   | { ev: 'lost'; t: number; w: string; sec?: string; key: string; reason: string }
   /** The event loop was late by `lagMs` (measured by a 10 ms ticker): the machine stalled the worker. */
   | { ev: 'stall'; t: number; w: string; lagMs: number }
+  /** Leader mode: the leadership's signal aborted (`reason`: resigned or lost). */
+  | { ev: 'signal'; t: number; w: string; tok: string; reason?: string }
+  /** Leader mode: `observe()` started, yielded a change, or failed. */
+  | { ev: 'observing'; t: number; w: string }
+  | { ev: 'observed'; t: number; w: string; tok: string; leader: string }
+  | { ev: 'observe-fail'; t: number; w: string; msg: string }
   /** Free-form figures (many-locks mode, end-of-run stats). */
   | { ev: 'stats'; t: number; w: string; [figure: string]: unknown };
 

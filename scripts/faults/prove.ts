@@ -89,6 +89,12 @@ export const PROOFS: Proof[] = [
     ],
   },
   {
+    checker: 'liveness',
+    mutant: 'a campaign that wins publishes no leader change: observe() of every process misses the elections after the first',
+    scenario: 'leader-election',
+    mutations: [{ file: 'src/leader-election/scripts.ts', find: "  publish(term .. ' ' .. identity)\n", replace: '' }],
+  },
+  {
     checker: 'hygiene',
     mutant: 'a channel left by its last waiter is never unsubscribed (no linger end): subscriptions are left behind',
     scenario: 'holder-kill',

@@ -30,9 +30,10 @@ export interface Setup {
   /**
    * `mutex` (default): the workers take a fenced lock. `semaphore`: they take one permit of a permit-expirable
    * semaphore of `permits` permits; `plain-semaphore`: of an `RSemaphore`. `rw`: the read or the write lock
-   * of a read-write lock. `many`: one worker holds `count` locks for `holdMs`, taking `concurrency` at a time.
+   * of a read-write lock. `leader`: they campaign in a leader election (a section is a leadership, its
+   * token the term) and observe its changes. `many`: one worker holds `count` locks for `holdMs`, taking `concurrency` at a time.
    */
-  mode?: 'mutex' | 'semaphore' | 'plain-semaphore' | 'rw' | 'many';
+  mode?: 'mutex' | 'semaphore' | 'plain-semaphore' | 'rw' | 'many' | 'leader';
   /** Semaphore mode: the number of permits (how many sections may be open at once). */
   permits?: number;
   count?: number;

@@ -24,7 +24,7 @@ import { OracleClient } from './oracle.js';
 export interface WorkerConfig {
   /** Worker id, unique within the run (`w1`, `w2`, …). */
   w: string;
-  mode: 'mutex' | 'semaphore' | 'plain-semaphore' | 'rw' | 'many';
+  mode: 'mutex' | 'semaphore' | 'plain-semaphore' | 'rw' | 'many' | 'leader';
   /** The Redis under test, or the worker's proxy in front of it. */
   url: string;
   oracleUrl: string;
@@ -209,6 +209,8 @@ class Run {
         return this.plainSemaphore(index);
       case 'rw':
         return this.readWrite(index);
+      case 'leader':
+        return this.leader(index);
       default:
         return this.mutex(index);
     }
@@ -259,10 +261,43 @@ class Run {
     }, (sec, held) => this.fenced(sec, held));
   }
 
-  private async fenced(sec: string, held: Held & { lock: RFencedLock; token: string }): Promise<'done' | 'lost'> {
+  /**
+   * Leader mode: the loop campaigns (`RLeaderElection.campaign`, identity = the worker id), leads for
+   * `workMs` unless the leadership's signal aborts first (the section is the leadership: entered when
+   * elected, exited when its signal aborts or the work is done, then resigned), and writes the fenced
+   * resource with its term. Each transition of the signal is logged (`signal`). The first loop also runs
+   * `observe()` until the run stops, logging each change it sees (`observed`).
+   */
+  private leader(index: number): Promise<void> {
+    const { config, log } = this;
+    const election = this.client.getLeaderElection(config.lockName, { identity: config.w });
+    const observing = index === 0 ? this.observeLeaders(election) : Promise.resolve();
+    const leading = this.loop(index, async (signal) => {
+      const leadership = await election.campaign({ signal });
+      const token = leadership.term.toString();
+      leadership.signal.addEventListener('abort', () => log.write({ ev: 'signal', t: now(), w: config.w, tok: token, reason: (leadership.signal.reason as { reason?: string }).reason }), { once: true });
+      return { owner: `leader:${token}`, signal: leadership.signal, logged: { tok: token }, release: () => leadership.resign(), token };
+    }, (sec, held) => this.fenced(sec, held));
+    return Promise.all([leading, observing]).then(() => undefined);
+  }
+
+  /** Logs every leader change `observe()` yields until the run stops. */
+  private async observeLeaders(election: ReturnType<LockClient['getLeaderElection']>): Promise<void> {
+    const w = this.config.w;
+    this.log.write({ ev: 'observing', t: now(), w });
+    try {
+      for await (const change of election.observe({ signal: this.stopping.signal })) {
+        this.log.write({ ev: 'observed', t: now(), w, tok: change.term.toString(), leader: change.identity });
+      }
+    } catch (error) {
+      this.log.write({ ev: 'observe-fail', t: now(), w, msg: (error as Error).message });
+    }
+  }
+
+  private async fenced(sec: string, held: Held & { lock?: RFencedLock; token: string }): Promise<'done' | 'lost'> {
     const { config, log, oracle } = this;
     const w = config.w;
-    if (config.checkHolds) log.write({ ev: 'holds', t: now(), w, sec, holds: await held.lock.getHoldCount() });
+    if (config.checkHolds && held.lock) log.write({ ev: 'holds', t: now(), w, sec, holds: await held.lock.getHoldCount() });
     const state = await oracle!.enter(sec, held.token);
     log.write({ ev: 'begin', t: now(), w, sec, ok: state.ok });
     if (await this.work(held.signal)) return 'lost';

@@ -2,6 +2,7 @@ import { createRequire } from 'node:module';
 import { parseCommandLine, UsageError, type ProgramSpec } from './args.js';
 import { forceUnlockCommand } from './commands/force-unlock.js';
 import { inspectCommand } from './commands/inspect.js';
+import { leadersCommand } from './commands/leaders.js';
 import { listCommand } from './commands/list.js';
 import { topCommand } from './commands/top.js';
 import { watchCommand } from './commands/watch.js';
@@ -13,13 +14,13 @@ function version(): string {
   return (createRequire(import.meta.url)('relock/package.json') as { version: string }).version;
 }
 
-/** The `relock` program with its five commands. */
+/** The `relock` program with its six commands. */
 export function program(): ProgramSpec {
   return {
     name: 'relock',
     description: 'Inspect and operate relock locks, semaphores and latches in Redis',
     version: version(),
-    commands: [inspectCommand, listCommand, forceUnlockCommand, watchCommand, topCommand],
+    commands: [inspectCommand, listCommand, leadersCommand, forceUnlockCommand, watchCommand, topCommand],
     helpAfter:
       'Exit codes: 0 done, 1 failed (Redis unreachable, a Redis error, not confirmed), 2 bad usage, 3 no such relock object.\n' +
       'Every command takes --json, --url (or REDIS_URL), --cluster and --prefix. See docs/cli.md.',

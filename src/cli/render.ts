@@ -56,6 +56,8 @@ function describeSections(d: Description): Section[] {
   if (d.exists || d.holders || d.mode !== undefined) sections.push({ label: 'TTL', value: ttlText(d.ttlMs, d.exists) });
   if (d.holders) sections.push({ label: 'holders', value: d.holders.length === 0 ? 'none (not held)' : String(d.holders.length), rows: d.holders.map((h) => [h.owner, plural(h.holds, 'hold')]) });
   if (d.fencingToken !== undefined) sections.push({ label: 'fencing token', value: `${d.fencingToken} (the last one handed out)` });
+  if (d.leader !== undefined) sections.push({ label: 'leader', value: d.leader ? `${d.leader.identity}, term ${d.leader.term}, lease ${duration(d.leader.remainingMs)} left` : 'none' });
+  if (d.term !== undefined) sections.push({ label: 'last term', value: d.term });
   if (d.queue) {
     const rows = d.queue.map((w) => [`${w.position}.`, w.owner, w.deadlineInMs === null ? 'no deadline' : `deadline in ${duration(w.deadlineInMs)}`, plural(w.subscribers, 'subscriber')]);
     sections.push({ label: 'queue', value: d.queue.length === 0 ? 'empty' : `${d.queue.length} waiting, head first`, rows });

@@ -2,6 +2,8 @@ import type { Core } from '../core.js';
 import { auxName } from '../keys.js';
 import { requireLockUnit, RLock, tryLockTimes } from '../lock/lock.js';
 import type { AcquireResult } from '../lock/scripts.js';
+import type { ObjectKind } from '../object-kind.js';
+import type { MetricKind } from '../observe/kinds.js';
 import { leaseMillis, type TimeUnit } from '../time.js';
 import { FENCED_ACQUIRE } from './scripts.js';
 
@@ -38,8 +40,8 @@ declare module '../observe/kinds.js' {
 export class RFencedLock extends RLock {
   /** The Redis key of the fencing counter. */
   readonly fenceKey: string;
-  protected override readonly kind = 'fenced-lock';
-  protected override readonly metricKind = 'fenced_lock';
+  protected override readonly kind: ObjectKind = 'fenced-lock';
+  protected override readonly metricKind: MetricKind = 'fenced_lock';
 
   /** @internal Use `LockClient.getFencedLock(name)`. */
   constructor(core: Core, name: string) {

@@ -306,6 +306,20 @@ export class Observer {
     if (lostChannel.hasSubscribers) lostChannel.publish({ kind, name: event.name, key: event.key, owner: event.owner, reason: event.reason } satisfies LostMessage);
   }
 
+  /**
+   * A leadership of this process began (`elected`) or ended (`resigned`, `lost`) in the election `name`:
+   * `relock.leader.changes` by change, and the gauge `relock.leader.is_leader` (an up-down counter, 1 while
+   * leading). Both carry the election's name (`relock.election`) unless `recordNames` is off: an
+   * application has a few elections, fixed in its code, unlike lock names.
+   */
+  leadership(name: string, change: 'elected' | 'resigned' | 'lost'): void {
+    const otel = this.otel;
+    if (!otel) return;
+    const election = otel.recordNames ? { 'relock.election': name } : {};
+    otel.leaderChanges.add(1, { ...election, 'relock.change': change });
+    otel.isLeader.add(change === 'elected' ? 1 : -1, election);
+  }
+
   /** Counts one more hold of `owner` on `key`. */
   private held(kind: MetricKind, key: string, owner: string): void {
     const id = `${key} ${owner}`;

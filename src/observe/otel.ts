@@ -21,6 +21,8 @@ export class Otel {
   readonly renewals: Api.Counter;
   readonly renewalCalls: Api.Counter;
   readonly requests: Api.Counter;
+  readonly leaderChanges: Api.Counter;
+  readonly isLeader: Api.UpDownCounter;
   readonly tracer: Api.Tracer;
   readonly recordNames: boolean;
   /**
@@ -56,6 +58,8 @@ export class Otel {
     this.renewals = meter.createCounter('relock.watchdog.renewals', { unit: '{hold}', description: 'Holds the watchdog renewed (outcome renewed) or found gone (outcome expired).' });
     this.renewalCalls = meter.createCounter('relock.watchdog.calls', { unit: '{call}', description: 'Renewal script calls of the watchdog, answered (outcome ok) or failed (outcome error).' });
     this.requests = meter.createCounter('relock.redis.requests', { unit: '{request}', description: 'Requests relock sent to Redis (retries included), by operation.' });
+    this.leaderChanges = meter.createCounter('relock.leader.changes', { unit: '{change}', description: 'Leaderships of this process that began (change elected) or ended (change resigned or lost), by election.' });
+    this.isLeader = meter.createUpDownCounter('relock.leader.is_leader', { unit: '{leader}', description: 'Whether this process leads the election now (0 or 1), by election.' });
   }
 
   /**

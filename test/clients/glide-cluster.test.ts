@@ -3,6 +3,7 @@
  * GLIDE's `GlideClusterClient` (lost-reply cases go through node-redis: GLIDE has no address map).
  */
 import { clientAcceptanceTests } from '../contract/clients.js';
+import { leaderJobContractTests } from '../contract/leader-job.js';
 import { lockContractTests } from '../contract/lock-contract.js';
 import { GLIDE } from '../shared/clients.js';
 import { familyCoreTests } from '../shared/family-core.js';
@@ -12,5 +13,6 @@ import { useClusterTopology } from '../shared/topology.js';
 const { topology } = useClusterTopology(GLIDE);
 clientAcceptanceTests(topology);
 lockContractTests(topology);
+leaderJobContractTests(topology);
 familyCoreTests(topology);
 ownershipCoreTests(topology);

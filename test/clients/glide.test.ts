@@ -1,5 +1,6 @@
 /** The core suites, the lock contract and the client acceptance tests on a standalone Redis through Valkey GLIDE's `GlideClient`. */
 import { clientAcceptanceTests } from '../contract/clients.js';
+import { leaderJobContractTests } from '../contract/leader-job.js';
 import { lockContractTests } from '../contract/lock-contract.js';
 import { GLIDE } from '../shared/clients.js';
 import { familyCoreTests } from '../shared/family-core.js';
@@ -9,5 +10,6 @@ import { useStandaloneTopology } from '../shared/topology.js';
 const topology = useStandaloneTopology({ family: GLIDE });
 clientAcceptanceTests(topology);
 lockContractTests(topology);
+leaderJobContractTests(topology);
 familyCoreTests(topology);
 ownershipCoreTests(topology);

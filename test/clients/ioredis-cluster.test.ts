@@ -1,5 +1,6 @@
 /** The core suites, the lock contract and the client acceptance tests on a Redis Cluster through ioredis's `Cluster`. */
 import { clientAcceptanceTests } from '../contract/clients.js';
+import { leaderJobContractTests } from '../contract/leader-job.js';
 import { lockContractTests } from '../contract/lock-contract.js';
 import { IOREDIS } from '../shared/clients.js';
 import { familyCoreTests } from '../shared/family-core.js';
@@ -9,5 +10,6 @@ import { useClusterTopology } from '../shared/topology.js';
 const { topology } = useClusterTopology(IOREDIS);
 clientAcceptanceTests(topology);
 lockContractTests(topology);
+leaderJobContractTests(topology);
 familyCoreTests(topology);
 ownershipCoreTests(topology);

@@ -6,11 +6,13 @@
 import { abortTests } from '../contract/abort.js';
 import { clientAcceptanceTests } from '../contract/clients.js';
 import { kindMatrixTests } from '../contract/kinds.js';
+import { leaderJobContractTests } from '../contract/leader-job.js';
 import { lockContractTests } from '../contract/lock-contract.js';
 import { useClusterTopology } from '../shared/topology.js';
 
 const { topology } = useClusterTopology();
 clientAcceptanceTests(topology);
 lockContractTests(topology);
+leaderJobContractTests(topology);
 kindMatrixTests(topology);
 abortTests(topology, 200);

@@ -4,8 +4,10 @@
  */
 import { useStandaloneTopology } from '../shared/topology.js';
 import { kindMatrixTests } from './kinds.js';
+import { leaderJobContractTests } from './leader-job.js';
 import { lockContractTests } from './lock-contract.js';
 
 const topology = useStandaloneTopology({ scripting: 'eval', acl: { mode: 'eval', keyPrefix: 'app:' } });
 lockContractTests(topology);
+leaderJobContractTests(topology);
 kindMatrixTests(topology);

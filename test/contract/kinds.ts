@@ -102,6 +102,26 @@ const CASES: readonly KindCase[] = [
       return [() => latch.trySetCount(1), () => latch.countDown(), () => latch.await(200, 'ms'), () => latch.getCount()];
     },
   },
+  {
+    name: 'LeaderElection',
+    kind: 'leader-election',
+    key: (c, n) => c.getLock(n).key,
+    async hold(c, n, t) {
+      const leadership = await c.getLeaderElection(n).campaign();
+      return { holds: async () => !leadership.signal.aborted && (await t.redis.hGet(c.getLock(n).key, 'term')) === String(leadership.term), release: () => leadership.resign() };
+    },
+    calls: (c, n) => [() => c.getLeaderElection(n).campaign({ signal: AbortSignal.timeout(2000) }), () => c.getLeaderElection(n).leader()],
+  },
+  {
+    name: 'job lock (runExclusive)',
+    kind: 'job-lock',
+    key: (c, n) => c.getLock(n).key,
+    async hold(c, n, t) {
+      await c.runExclusive(n, () => undefined, { atMostMs: 30_000, atLeastMs: 30_000 });
+      return { holds: async () => (await t.redis.hGet(c.getLock(n).key, 'kind')) === 'job-lock', release: () => t.redis.del(c.getLock(n).key) };
+    },
+    calls: (c, n) => [() => c.runExclusive(n, () => undefined, { atMostMs: 1000 })],
+  },
 ];
 
 /**

@@ -5,9 +5,11 @@
 import { useStandaloneTopology } from '../shared/topology.js';
 import { kindMatrixTests } from './kinds.js';
 import { clientAcceptanceTests } from './clients.js';
+import { leaderJobContractTests } from './leader-job.js';
 import { lockContractTests } from './lock-contract.js';
 
 const topology = useStandaloneTopology();
 clientAcceptanceTests(topology);
 lockContractTests(topology);
+leaderJobContractTests(topology);
 kindMatrixTests(topology);

@@ -30,8 +30,8 @@ export interface HygieneFacts {
   stuckWorkers: string[];
 }
 
-/** Prefixes of keys kept without a TTL on purpose: fencing counters, the number of permits of a semaphore. */
-const KEPT = ['relock:fence:', 'relock:permits:'];
+/** Prefixes of keys kept without a TTL on purpose: fencing counters, election terms, the number of permits of a semaphore. */
+const KEPT = ['relock:fence:', 'relock:term:', 'relock:permits:'];
 
 export const leakCount = (f: HygieneFacts): number =>
   f.leftoverLockKeys.length + f.keysWithoutTtl.length + f.subscribers + f.relockHolds + f.relockSubscriptions + f.timersLeft + f.stuckWorkers.length;

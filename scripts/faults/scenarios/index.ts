@@ -1,5 +1,6 @@
 /** Every scenario, in the order they run. */
 import type { AnyScenario } from '../scenario.js';
+import { leaderElection } from './leader.js';
 import { networkScenarios } from './network.js';
 import { plainSemaphoreScenarios, readWriteScenarios } from './primitives.js';
 import { processScenarios } from './process.js';
@@ -8,5 +9,5 @@ import { scaleScenarios } from './scale.js';
 import { sentinelFailover } from './sentinel.js';
 
 export const scenarios: AnyScenario[] = [
-  ...processScenarios, ...redisScenarios, ...networkScenarios, ...readWriteScenarios, ...plainSemaphoreScenarios, ...scaleScenarios, sentinelFailover,
+  ...processScenarios, ...redisScenarios, ...networkScenarios, ...readWriteScenarios, ...plainSemaphoreScenarios, ...scaleScenarios, leaderElection, sentinelFailover,
 ];

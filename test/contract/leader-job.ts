@@ -1,0 +1,76 @@
+/**
+ * Leader election and scheduled-job locks (issue 32) on a topology: run by every client family's files
+ * (test/clients/), the standalone and Cluster contract files, the least-privilege ACL files (both scripting
+ * modes) and Sentinel.
+ */
+import { describe, expect, it } from '@jest/globals';
+import type { LeaderChange } from '../../src/index.js';
+import type { Topology } from '../shared/topology.js';
+import { uniqueName, waitUntil } from '../support/helpers.js';
+
+/** A name with a hash tag: its keys and channels are in one slot. */
+const newName = (): string => `elect:{${uniqueName()}}`;
+
+/** Registers the leader-election and runExclusive contract of the topology. */
+export function leaderJobContractTests(topology: () => Topology): void {
+  describe('leader election and scheduled jobs', () => {
+    it('one leader at a time; resign hands over at once with a greater term; leader() and observe() follow', async () => {
+      const t = topology();
+      const name = newName();
+      const a = t.client().getLeaderElection(name, { identity: 'a' });
+      const b = t.client().getLeaderElection(name, { identity: 'b' });
+      const watching = new AbortController();
+      const seen: LeaderChange[] = [];
+      const observing = (async () => {
+        for await (const change of t.client().getLeaderElection(name).observe({ signal: watching.signal })) seen.push(change);
+      })();
+      const first = await a.campaign();
+      await waitUntil(async () => seen.length === 1, 5000, 5, 'observe() to see the first leader');
+      const second = b.campaign();
+      expect(await a.leader()).toMatchObject({ identity: 'a', term: first.term });
+      const start = performance.now();
+      await first.resign();
+      expect(first.signal.aborted).toBe(true);
+      const taken = await second;
+      expect(performance.now() - start).toBeLessThan(1000);
+      expect(taken.term).toBeGreaterThan(first.term);
+      const now = await b.leader();
+      expect(now).toMatchObject({ identity: 'b', term: taken.term });
+      expect(now!.remainingMs).toBeGreaterThan(0);
+      await waitUntil(async () => seen.length === 2, 5000, 5, 'observe() to see the second leader');
+      expect(seen.map((c) => [c.identity, c.term])).toEqual([
+        ['a', first.term],
+        ['b', taken.term],
+      ]);
+      await taken.resign();
+      expect(await a.leader()).toBeUndefined();
+      watching.abort();
+      await observing;
+    });
+
+    it('runExclusive: a busy lock is not waited for; atLeastMs leaves the lock to expire, atLeastMs 0 releases it', async () => {
+      const t = topology();
+      const name = newName();
+      const client = t.client();
+      let inner: unknown;
+      const outer = await client.runExclusive(
+        name,
+        async () => {
+          inner = await t.client().runExclusive(name, () => 'twice', { atMostMs: 10_000 });
+          return 'once';
+        },
+        { atMostMs: 10_000, atLeastMs: 2_000 },
+      );
+      expect(outer).toEqual({ ran: true, value: 'once' });
+      expect(inner).toEqual({ ran: false });
+      const key = client.getLock(name).key;
+      const ttl = await t.redis.pTTL(key);
+      expect(ttl).toBeGreaterThan(0);
+      expect(ttl).toBeLessThanOrEqual(2_000);
+      expect(await client.runExclusive(name, () => 1, { atMostMs: 10_000 })).toEqual({ ran: false });
+      const other = newName();
+      expect(await client.runExclusive(other, () => 2, { atMostMs: 10_000, atLeastMs: 0, watchdog: true })).toEqual({ ran: true, value: 2 });
+      expect(await t.redis.exists(client.getLock(other).key)).toBe(0);
+    });
+  });
+}

@@ -1,0 +1,158 @@
+/**
+ * `runExclusive` (ShedLock semantics) on a real Redis, and the scheduled-jobs acceptance of issue 32:
+ * three instances on a one-second schedule whose schedulers fire 0, 150 and 300 ms apart. With
+ * `atLeastMs: 800` every tick runs exactly once; with `atLeastMs: 0` the later instances run the tick
+ * again once the first has finished. The run lasts `RELOCK_SCHEDULE_SECONDS` (default 6; the issue's
+ * 60 s: `RELOCK_SCHEDULE_SECONDS=60 npm test -- test/job-lock/run-exclusive.test.ts`).
+ */
+import { describe, expect, it } from '@jest/globals';
+import { InvalidArgumentError, LockLostError, type LockClient } from '../../src/index.js';
+import { useRedis } from '../support/harness.js';
+import { lockClient, sleep, uniqueName } from '../support/helpers.js';
+
+const env = useRedis();
+
+const SECONDS = Number(process.env.RELOCK_SCHEDULE_SECONDS ?? 6);
+const PERIOD_MS = 1000;
+const SKEWS_MS = [0, 150, 300];
+const JOB_MS = 50;
+
+/**
+ * Runs `SECONDS` ticks of the schedule on each client (instance i fires at tick k at `t0 + k·period +
+ * skew_i`, each on its own timer) and returns how many times each tick's job ran.
+ */
+async function schedule(clients: LockClient[], name: string, atLeastMs: number): Promise<number[]> {
+  const runs = new Array<number>(SECONDS).fill(0);
+  // Warm up each client (connection, script load), so that the first tick's call is not slower than the others.
+  await Promise.all(clients.map((client) => client.runExclusive(`${name}:warm-up`, () => undefined, { atMostMs: 1000 })));
+  const t0 = performance.now() + 200;
+  const instance = async (client: LockClient, skew: number): Promise<void> => {
+    for (let k = 0; k < SECONDS; k++) {
+      await sleep(Math.max(0, t0 + k * PERIOD_MS + skew - performance.now()));
+      await client.runExclusive(name, async () => {
+        runs[k]++;
+        await sleep(JOB_MS);
+      }, { atMostMs: 5000, atLeastMs });
+    }
+  };
+  await Promise.all(clients.map((client, i) => instance(client, SKEWS_MS[i])));
+  return runs;
+}
+
+describe('runExclusive', () => {
+  it(`3 instances, a 1 s schedule skewed by 0/150/300 ms, ${SECONDS} s: with atLeastMs 800 each tick runs exactly once; with atLeastMs 0 ticks run again`, async () => {
+    const clients = SKEWS_MS.map(() => lockClient(env.redis));
+    const once = await schedule(clients, uniqueName('job'), 800);
+    expect(once).toEqual(new Array<number>(SECONDS).fill(1));
+    const again = await schedule(clients, uniqueName('job'), 0);
+    const duplicated = again.filter((n) => n > 1).length;
+    console.log(`scheduled jobs, ${SECONDS} ticks: atLeastMs 800 → runs per tick ${JSON.stringify(once)}; atLeastMs 0 → ${JSON.stringify(again)} (${duplicated} tick(s) run more than once)`);
+    expect(again.every((n) => n >= 1)).toBe(true);
+    expect(duplicated).toBeGreaterThan(SECONDS / 2);
+  }, 2 * SECONDS * PERIOD_MS + 30_000);
+
+  it('atMostMs is the lease while the job runs (no watchdog); an early finish leaves the TTL at the rest of atLeastMs, never longer', async () => {
+    const client = lockClient(env.redis);
+    const name = uniqueName('job');
+    let ttlInside = 0;
+    const result = await client.runExclusive(name, async () => {
+      ttlInside = await env.redis.pTTL(name);
+      return 'done';
+    }, { atMostMs: 3000, atLeastMs: 1000 });
+    expect(result).toEqual({ ran: true, value: 'done' });
+    expect(ttlInside).toBeGreaterThan(2000);
+    expect(ttlInside).toBeLessThanOrEqual(3000);
+    const ttl = await env.redis.pTTL(name);
+    expect(ttl).toBeGreaterThan(500);
+    expect(ttl).toBeLessThanOrEqual(1000);
+    expect(client.stats().watchdogHolds).toBe(0);
+  });
+
+  it('a job longer than atLeastMs releases the lock at its end; a busy lock resolves { ran: false } at once', async () => {
+    const client = lockClient(env.redis);
+    const name = uniqueName('job');
+    const started = performance.now();
+    const other = await client.runExclusive(name, async () => {
+      const inner = performance.now();
+      const busy = await lockClient(env.redis).runExclusive(name, () => 'no', { atMostMs: 1000 });
+      expect(performance.now() - inner).toBeLessThan(500);
+      await sleep(300);
+      return busy;
+    }, { atMostMs: 5000, atLeastMs: 100 });
+    expect(other).toEqual({ ran: true, value: { ran: false } });
+    expect(performance.now() - started).toBeGreaterThanOrEqual(300);
+    expect(await env.redis.exists(name)).toBe(0);
+  });
+
+  it('watchdog: true keeps the lock past its lease while the job runs, and atMostMs caps it: the signal aborts and the lock is let go', async () => {
+    const client = lockClient(env.redis, { lockWatchdogTimeout: 300 });
+    const name = uniqueName('job');
+    let reason: unknown;
+    const result = await client.runExclusive(name, async (signal) => {
+      await sleep(700);
+      expect(signal.aborted).toBe(false);
+      expect(await env.redis.exists(name)).toBe(1);
+      await new Promise((resolve) => signal.addEventListener('abort', resolve, { once: true }));
+      reason = signal.reason;
+      return 'capped';
+    }, { atMostMs: 1200, watchdog: true });
+    expect(result).toEqual({ ran: true, value: 'capped' });
+    expect(reason).toBeInstanceOf(LockLostError);
+    expect(await env.redis.exists(name)).toBe(0);
+    expect(client.stats().watchdogHolds).toBe(0);
+  });
+
+  it('an early finish never raises the TTL: a lock whose TTL is below the rest of atLeastMs keeps it', async () => {
+    const client = lockClient(env.redis);
+    const name = uniqueName('job');
+    await client.runExclusive(name, () => env.redis.pExpire(name, 1000), { atMostMs: 10_000, atLeastMs: 8000 });
+    const ttl = await env.redis.pTTL(name);
+    expect(ttl).toBeGreaterThan(0);
+    expect(ttl).toBeLessThanOrEqual(1000);
+  });
+
+  it("an early finish whose lock is gone (deleted, then taken by another instance) leaves the new holder's lock and TTL alone", async () => {
+    const client = lockClient(env.redis);
+    const name = uniqueName('job');
+    let release: () => void = () => {};
+    let other: Promise<unknown> = Promise.resolve();
+    await client.runExclusive(name, async () => {
+      await env.redis.del(name);
+      const started = new Promise<void>((resolve) => {
+        other = lockClient(env.redis).runExclusive(name, async () => {
+          resolve();
+          await new Promise<void>((r) => (release = r));
+        }, { atMostMs: 10_000 });
+      });
+      await started;
+    }, { atMostMs: 10_000, atLeastMs: 5000 });
+    const ttl = await env.redis.pTTL(name);
+    expect(ttl).toBeGreaterThan(9000);
+    release();
+    await other;
+  });
+
+  it('bad options are refused with InvalidArgumentError naming them; nothing is written', async () => {
+    const client = lockClient(env.redis);
+    const name = uniqueName('job');
+    const fn = (): number => 1;
+    const bad: Array<[unknown, string]> = [
+      [{}, 'options.atMostMs'],
+      [{ atMostMs: 0 }, 'options.atMostMs'],
+      [{ atMostMs: 1.5 }, 'options.atMostMs'],
+      [{ atMostMs: 1000, atLeastMs: 2000 }, 'options.atLeastMs'],
+      [{ atMostMs: 1000, atLeastMs: -1 }, 'options.atLeastMs'],
+      [{ atMostMs: 1000, watchdog: 'yes' }, 'options.watchdog'],
+      [{ atMostMs: 1000, atleastMs: 10 }, 'options.atleastMs'],
+      [{ atMostMs: 1000, signal: {} }, 'options.signal'],
+      [undefined, 'options'],
+    ];
+    for (const [options, argument] of bad) {
+      const error = await client.runExclusive(name, fn, options as never).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(InvalidArgumentError);
+      expect((error as InvalidArgumentError).argument).toBe(argument);
+    }
+    await expect(client.runExclusive(name, 'x' as never, { atMostMs: 10 })).rejects.toBeInstanceOf(InvalidArgumentError);
+    expect(await env.redis.exists(name)).toBe(0);
+  });
+});

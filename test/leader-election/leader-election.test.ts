@@ -1,0 +1,97 @@
+/**
+ * `RLeaderElection` on a real Redis: loss (the leadership's signal), the `run()` loop, shutdown, bad
+ * options, the kind check, and its OpenTelemetry metrics. The contract on every client and topology is in
+ * test/contract/leader-job.ts; the 5-process fault scenario is `npm run faults -- --only leader-election`.
+ */
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { InvalidArgumentError, LeadershipEndedError, LockLostError, WrongTypeError, type Leadership } from '../../src/index.js';
+import { point, observerReady, TestSdk } from '../observe/otel-support.js';
+import { useRedis } from '../support/harness.js';
+import { lockClient, uniqueName, waitUntil } from '../support/helpers.js';
+
+const env = useRedis();
+let sdk: TestSdk;
+beforeAll(() => {
+  sdk = new TestSdk();
+});
+afterAll(() => sdk.close());
+
+describe('RLeaderElection', () => {
+  it('a leader whose key is gone is told by its signal (reason lost) within one renewal interval; a waiting campaigner is elected with a greater term', async () => {
+    const name = uniqueName('elect');
+    const a = lockClient(env.redis, { lockWatchdogTimeout: 600 }).getLeaderElection(name, { identity: 'a' });
+    const b = lockClient(env.redis, { lockWatchdogTimeout: 600 }).getLeaderElection(name, { identity: 'b' });
+    const first = await a.campaign();
+    const second = b.campaign();
+    await env.redis.del(name);
+    const next = await second;
+    await waitUntil(() => first.signal.aborted, 1000, 5, 'the first leadership to end');
+    expect(first.signal.reason).toBeInstanceOf(LeadershipEndedError);
+    expect((first.signal.reason as LeadershipEndedError).reason).toBe('lost');
+    expect((first.signal.reason as LeadershipEndedError).cause).toBeInstanceOf(LockLostError);
+    expect(next.term).toBeGreaterThan(first.term);
+    await first.resign();
+    expect(await b.leader()).toMatchObject({ identity: 'b', term: next.term });
+    await next.resign();
+  });
+
+  it('run() runs fn while leading, campaigns again after a loss, and ends (resigning) when its signal aborts', async () => {
+    const name = uniqueName('elect');
+    const election = lockClient(env.redis, { lockWatchdogTimeout: 600 }).getLeaderElection(name);
+    const stop = new AbortController();
+    const terms: bigint[] = [];
+    const running = election.run(async (leadership: Leadership) => {
+      terms.push(leadership.term);
+      if (terms.length === 1) await env.redis.del(name);
+      await new Promise((resolve) => leadership.signal.addEventListener('abort', resolve, { once: true }));
+    }, { signal: stop.signal });
+    await waitUntil(() => terms.length === 2, 3000, 5, 'a second leadership after the loss');
+    expect(terms[1]).toBeGreaterThan(terms[0]);
+    stop.abort();
+    await running;
+    expect(await env.redis.exists(name)).toBe(0);
+  });
+
+  it('shutdown() ends the leadership (lost, cause shutdown) and run() resolves', async () => {
+    const client = lockClient(env.redis);
+    const election = client.getLeaderElection(uniqueName('elect'));
+    let leadership: Leadership | undefined;
+    const running = election.run(async (l) => {
+      leadership = l;
+      await new Promise((resolve) => l.signal.addEventListener('abort', resolve, { once: true }));
+    });
+    await waitUntil(() => leadership !== undefined, 3000, 5, 'leadership');
+    await client.shutdown();
+    await running;
+    expect(((leadership!.signal.reason as LeadershipEndedError).cause as LockLostError).reason).toBe('shutdown');
+  });
+
+  it('refuses bad and unknown options with InvalidArgumentError, and a name of another kind with WrongTypeError', async () => {
+    const client = lockClient(env.redis);
+    const name = uniqueName('elect');
+    expect(() => client.getLeaderElection(name, { identity: '' })).toThrow(InvalidArgumentError);
+    expect(() => client.getLeaderElection(name, { idenity: 'x' } as never)).toThrow(/options\.idenity/);
+    const election = client.getLeaderElection(name);
+    await expect(election.campaign({ signl: 1 } as never)).rejects.toThrow(/signl/);
+    await expect(election.run('x' as never)).rejects.toBeInstanceOf(InvalidArgumentError);
+    const held = await client.getLock(name).acquire();
+    await expect(election.leader()).rejects.toBeInstanceOf(WrongTypeError);
+    await expect(election.campaign({ signal: AbortSignal.timeout(2000) })).rejects.toBeInstanceOf(WrongTypeError);
+    await held.release();
+    expect(election.identity).toBe(`${(await import('node:os')).hostname()}:${process.pid}`);
+  });
+
+  it('records relock.leader.changes and the relock.leader.is_leader gauge per election', async () => {
+    const client = lockClient(env.redis, { otel: { meterProvider: sdk.meterProvider } });
+    await observerReady(client);
+    const name = uniqueName('elect');
+    const leadership = await client.getLeaderElection(name).campaign();
+    let metrics = await sdk.metrics();
+    expect(point(metrics.get('relock.leader.is_leader'), { 'relock.election': name })).toBe(1);
+    expect(point(metrics.get('relock.leader.changes'), { 'relock.election': name, 'relock.change': 'elected' })).toBe(1);
+    await leadership.resign();
+    metrics = await sdk.metrics();
+    expect(point(metrics.get('relock.leader.is_leader'), { 'relock.election': name })).toBe(0);
+    expect(point(metrics.get('relock.leader.changes'), { 'relock.election': name, 'relock.change': 'resigned' })).toBe(1);
+  });
+});
