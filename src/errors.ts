@@ -165,7 +165,8 @@ export class RedisCommandError extends RelockError {
 
 /**
  * Redis refused a command because of the ACL of the user relock connects as (a `NOPERM` reply, or a
- * script's "The user executing the script can't …" error). `command` names the refused Redis command and
+ * script's refusal: "The user executing the script can't …" on Redis 7.0, "ACL failure in script: …" on
+ * Redis 7.2+ and Valkey; see src/redis/replies.ts). `command` names the refused Redis command and
  * `permission` the class of ACL rule that is missing: `'command'` (add `+<command>`), `'key'` (a key
  * pattern `~<keyPrefix>*` covering relock's keys), `'channel'` (a channel pattern `&<keyPrefix>*`).
  * docs/security.md gives the whole rule per `scripting` mode. Not retried. A script refused in the middle
