@@ -1,11 +1,32 @@
 import type { ObjectKind } from './object-kind.js';
 
+/** The brand of relock's error classes, the same in every build (`Symbol.for`). */
+const RELOCK_ERROR = Symbol.for('relock.error-class');
+
 /**
  * The base class of relock's typed errors. Every error relock throws is a `RelockError` with a stable
  * `code` (an abort through an `AbortSignal` you passed rejects with that signal's reason instead); errors
  * caused by another (a Redis reply, a socket error) carry it as `cause`. `name` is the subclass's name.
  */
 export class RelockError extends Error {
+  /**
+   * `error instanceof SomeRelockError` holds for that class's errors from either build of relock (ES
+   * module and CommonJS, which a process may load both of; see src/shared-state.ts): an object whose
+   * prototype chain has a relock error class of the same name, besides the usual check.
+   */
+  static override [Symbol.hasInstance](value: unknown): boolean {
+    if (Function.prototype[Symbol.hasInstance].call(this, value)) return true;
+    if (typeof value !== 'object' || value === null) return false;
+    for (let proto: unknown = Object.getPrototypeOf(value); proto !== null; proto = Object.getPrototypeOf(proto)) {
+      const made = (proto as { constructor?: { name?: unknown; [RELOCK_ERROR]?: unknown } }).constructor;
+      if (made?.[RELOCK_ERROR] === true && made.name === this.name) return true;
+    }
+    return false;
+  }
+
+  /** Marks relock's error classes (inherited by every subclass), for `Symbol.hasInstance`. */
+  static readonly [RELOCK_ERROR] = true;
+
   /**
    * A stable identifier, for logs and `switch` statements: `'ILLEGAL_MONITOR_STATE'`, `'LOCK_LOST'`,
    * `'LOCK_ACQUIRE_TIMEOUT'`, `'INVALID_ARGUMENT'`, `'WRONG_TYPE'`, `'CLIENT_CLOSED'`, `'REDIS_UNAVAILABLE'`,

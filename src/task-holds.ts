@@ -1,5 +1,6 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { LockContext } from './context.js';
+import { processWide } from './shared-state.js';
 
 /**
  * The contextless acquisitions a task made, so that its `unlock()` releases its own hold.
@@ -36,7 +37,8 @@ export interface TaskHold {
 /** The notes a task keeps (the newest first); older ones beyond it are dropped, as their unlocks fall back to the object's holder. */
 const MAX_NOTES = 8;
 
-const notes = new AsyncLocalStorage<readonly TaskHold[]>();
+/** One store per process, shared by the ES module and CommonJS builds (see shared-state.ts). */
+const notes = processWide('task-notes', () => new AsyncLocalStorage<readonly TaskHold[]>());
 
 /**
  * Notes, in the calling task's async context, that `owner` (a detached context) makes a contextless

@@ -91,7 +91,7 @@ export function deniedBy(failure: unknown, sent: string): { command: string; per
   const message = (failure as Error | null)?.message;
   if (typeof message !== 'string' || replyKind(message) !== 'noperm') return undefined;
   // The part before a script's " script: <sha or function>, on @user_…" suffix, which names no permission.
-  const refusal = message.replace(/ script: .*$/s, '');
+  const refusal = message.replace(/ script: \S+, on @\S+$/, '');
   const inScript = refusal !== message || errorCode(message) !== 'NOPERM';
   const named = inScript ? undefined : /'([^']+)' command/.exec(refusal)?.[1];
   const permission: Permission = named !== undefined ? 'command'
