@@ -1,11 +1,11 @@
 /**
  * What a Redis error reply says, read the way the servers define it: by its error code (the reply's
- * first word, which Redis 7.0–8.x and Valkey 8–9 all keep), and, where one code covers several cases
+ * first word, which every server tested keeps: Redis 7.0 and 7.2, Valkey 8.0), and, where one code covers several cases
  * (`ERR`), by a pattern tolerant of each server family's wording. A reply relayed from inside a script
  * keeps the code of the command that failed (`WRONGTYPE … script: <sha>, on @user_script:1.`).
  *
- * The texts each server answered (Redis 7.0.15, 7.2, 7.4, 8.0; Valkey 8.0, 8.1 dev) are the table of
- * test/redis/replies.test.ts; docs/topologies.md lists the servers the suite runs on.
+ * The texts each server answered (Redis 7.0.15 and 7.2.6, Valkey 8.0.1) are the table of
+ * test/redis/replies.test.ts; docs/topologies.md lists the servers the suite ran on.
  */
 
 /**

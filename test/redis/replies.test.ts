@@ -1,6 +1,6 @@
 /**
- * Error replies classified by what the server says (src/redis/replies.ts): every text Redis 7.0–8.0 and
- * Valkey 8 answered when provoked (the table in reply-texts.ts), then the same errors provoked live on
+ * Error replies classified by what the server says (src/redis/replies.ts): every text Redis 7.0.15, 7.2.6 and
+ * Valkey 8.0.1 answered when provoked (the table in reply-texts.ts), then the same errors provoked live on
  * this file's server (`REDIS_SERVER_BIN`), so a run against a new server build checks its wording too.
  */
 import { describe, expect, it } from '@jest/globals';
