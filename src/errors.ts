@@ -1,11 +1,32 @@
 import type { ObjectKind } from './object-kind.js';
 
+/** The brand of relock's error classes, the same in every build (`Symbol.for`). */
+const RELOCK_ERROR = Symbol.for('relock.error-class');
+
 /**
  * The base class of relock's typed errors. Every error relock throws is a `RelockError` with a stable
  * `code` (an abort through an `AbortSignal` you passed rejects with that signal's reason instead); errors
  * caused by another (a Redis reply, a socket error) carry it as `cause`. `name` is the subclass's name.
  */
 export class RelockError extends Error {
+  /**
+   * `error instanceof SomeRelockError` holds for that class's errors from either build of relock (ES
+   * module and CommonJS, which a process may load both of; see src/shared-state.ts): an object whose
+   * prototype chain has a relock error class of the same name, besides the usual check.
+   */
+  static override [Symbol.hasInstance](value: unknown): boolean {
+    if (Function.prototype[Symbol.hasInstance].call(this, value)) return true;
+    if (typeof value !== 'object' || value === null) return false;
+    for (let proto: unknown = Object.getPrototypeOf(value); proto !== null; proto = Object.getPrototypeOf(proto)) {
+      const made = (proto as { constructor?: { name?: unknown; [RELOCK_ERROR]?: unknown } }).constructor;
+      if (made?.[RELOCK_ERROR] === true && made.name === this.name) return true;
+    }
+    return false;
+  }
+
+  /** Marks relock's error classes (inherited by every subclass), for `Symbol.hasInstance`. */
+  static readonly [RELOCK_ERROR] = true;
+
   /**
    * A stable identifier, for logs and `switch` statements: `'ILLEGAL_MONITOR_STATE'`, `'LOCK_LOST'`,
    * `'LOCK_ACQUIRE_TIMEOUT'`, `'INVALID_ARGUMENT'`, `'WRONG_TYPE'`, `'CLIENT_CLOSED'`, `'REDIS_UNAVAILABLE'`,
@@ -184,7 +205,8 @@ export class RedisCommandError extends RelockError {
 
 /**
  * Redis refused a command because of the ACL of the user relock connects as (a `NOPERM` reply, or a
- * script's "The user executing the script can't …" error). `command` names the refused Redis command and
+ * script's refusal: "The user executing the script can't …" on Redis 7.0, "ACL failure in script: …" on
+ * Redis 7.2+ and Valkey; see src/redis/replies.ts). `command` names the refused Redis command and
  * `permission` the class of ACL rule that is missing: `'command'` (add `+<command>`), `'key'` (a key
  * pattern `~<keyPrefix>*` covering relock's keys), `'channel'` (a channel pattern `&<keyPrefix>*`).
  * docs/security.md gives the whole rule per `scripting` mode. Not retried. A script refused in the middle

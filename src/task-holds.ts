@@ -1,5 +1,6 @@
 import { AsyncLocalStorage, executionAsyncResource } from 'node:async_hooks';
 import type { LockContext } from './context.js';
+import { processWide } from './shared-state.js';
 
 /**
  * The contextless acquisitions a task made, so that its `unlock()` releases exactly its own hold, or refuses.
@@ -42,7 +43,8 @@ export interface TaskHold {
 /** The notes a task keeps (the newest first); older ones beyond it are dropped. */
 const MAX_NOTES = 8;
 
-const notes = new AsyncLocalStorage<readonly TaskHold[]>();
+/** One store per process, shared by the ES module and CommonJS builds (see shared-state.ts). */
+const notes = processWide('task-notes', () => new AsyncLocalStorage<readonly TaskHold[]>());
 
 /** The symbol under which Node 20/22 keep an AsyncLocalStorage's store on each async resource; undefined on Node 24. */
 const resourceStore = (notes as unknown as { kResourceStore?: symbol }).kResourceStore;
