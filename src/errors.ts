@@ -342,8 +342,8 @@ export class LockUpgradeError extends RelockError {
  */
 export class OwnerUnknownError extends IllegalMonitorStateError {
   override readonly code: string = 'OWNER_UNKNOWN';
-  constructor(lockName: string) {
-    super(lockName, 'unknown');
+  constructor(lockName: string, owner: string) {
+    super(lockName, owner);
     this.message =
       `cannot unlock "${lockName}": unlock() outside a lock context releases only an acquisition made by the calling task, ` +
       `and this task made none of "${lockName}" (taken in another callback?): release the handle from acquire(), or use withLock()/runInContext()`;

@@ -605,7 +605,7 @@ export const CATALOGUE: readonly CatalogueEntry[] = [
     id: 'owner-unknown',
     mechanism: 'outside a context, unlock() by a task that made no acquisition of the object is refused (OwnerUnknownError), not guessed',
     file: 'src/lock/lock.ts',
-    find: '    if (!note) return Promise.reject(new OwnerUnknownError(this.name));',
+    find: '    if (!note) return Promise.reject(new OwnerUnknownError(this.name, this.ownerOf(detachedContext())));',
     replace: '    if (!note) return this.unlockAs(detachedContext());',
     tests: ['test/lock/ownership-patterns.test.ts'],
     pattern: '^ownership patterns outside contexts .* unlock\\(\\) by a task that made no acquisition',

@@ -462,7 +462,7 @@ export class RLock {
     if (ctx) return this.unlockAs(ctx);
     // Outside a context: the caller's newest note of this object alone (see task-holds.ts), never another hold.
     const note = newestNote(this);
-    if (!note) return Promise.reject(new OwnerUnknownError(this.name));
+    if (!note) return Promise.reject(new OwnerUnknownError(this.name, this.ownerOf(detachedContext())));
     // Its acquisition is in flight: its outcome first, so that a grant is released, not renewed forever.
     if (!note.done) return note.call!.then(ignore, ignore).then(() => this.unlockNoted(note.owner));
     return this.unlockNoted(note.owner);

@@ -149,7 +149,7 @@ export abstract class GroupLock {
       return;
     }
     const note = newestNote(this);
-    if (!note) throw new OwnerUnknownError(this.name);
+    if (!note) throw new OwnerUnknownError(this.name, `${steps.clientId(this.locks[0])}:?`);
     if (!note.done) await note.call!.then(ignore, ignore);
     const hold = this.holder;
     if (hold?.ctxs[0] !== note.owner) throw new IllegalMonitorStateError(this.name, `${steps.clientId(this.locks[0])}:${note.owner.id}`);
