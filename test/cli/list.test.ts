@@ -46,11 +46,12 @@ beforeAll(async () => {
   await fenced.unlock(); // only its fence counter is left
   held.push(await client.getSpinLock('a:spin').acquire());
   held.push(await client.getFairLock('b:fair').acquire());
-  fairWaiter = runInContext(() => client.getFairLock('b:fair').acquire({ waitMs: 60_000 }));
+  fairWaiter = runInContext(() => client.getFairLock('b:fair').acquire({ waitMs: 600_000 }));
   held.push(await client.getReadWriteLock('b:rw').readLock().acquire());
   await client.getSemaphore('c:sem').trySetPermits(0);
   await client.getSemaphore('c:awaited').trySetPermits(0);
-  semaphoreWaiter = client.getSemaphore('c:awaited').acquire({ waitMs: 60_000 });
+  semaphoreWaiter = client.getSemaphore('c:awaited').acquire({ waitMs: 600_000 });
+  semaphoreWaiter.catch(() => {}); // awaited in afterAll
   await redis.set(`${prefix}app:visits`, '42');
   await redis.set(`${prefix}app:retries`, '-3');
   const pes = client.getPermitExpirableSemaphore('c:pes');
