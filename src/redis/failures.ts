@@ -23,9 +23,11 @@ const IOREDIS_NOT_SENT = /^(Stream isn't writeable and enableOfflineQueue option
 /**
  * ioredis / iovalkey: the connection closed with the command queued or in flight, `commandTimeout`, the
  * queue flushed after `maxRetriesPerRequest` reconnects (`autoResendUnfulfilledCommands` may have sent
- * it), or a Cluster's redirections ran out (the last try may have been on a connection that closed).
+ * it), a Cluster's redirections ran out (the last try may have been on a connection that closed), or
+ * (ioredis 6, `autoResendUnfulfilledCommands: false`) a command in flight when the connection closed,
+ * rejected at the reconnect instead of being sent again.
  */
-const IOREDIS_IN_FLIGHT = /^(Connection is closed\.|Command timed out|Reached the max retries per request limit|Too many Cluster redirections)/;
+const IOREDIS_IN_FLIGHT = /^(Connection is closed\.|Command timed out|Reached the max retries per request limit|Too many Cluster redirections|Command aborted due to connection close)/;
 /** GLIDE: the client already has its `inflightRequestsLimit` (1,000 by default) of requests in flight and did not send this one. */
 const GLIDE_INFLIGHT_LIMIT = 'Reached maximum inflight requests';
 const NOT_SENT_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH']);
