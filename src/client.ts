@@ -29,6 +29,8 @@ import type { KindDescriptor } from './descriptor.js';
 import { LOCK_DESCRIPTOR } from './lock/descriptor.js';
 import { SPIN_LOCK_DESCRIPTOR } from './spin-lock/descriptor.js';
 import { FENCED_LOCK_DESCRIPTOR } from './fenced-lock/descriptor.js';
+import { FENCED_RESOURCE_DESCRIPTOR } from './fenced-resource/descriptor.js';
+import { RFencedResource } from './fenced-resource/fenced-resource.js';
 import { FAIR_LOCK_DESCRIPTOR } from './fair-lock/descriptor.js';
 import { READ_WRITE_LOCK_DESCRIPTOR } from './read-write-lock/descriptor.js';
 import { SEMAPHORE_DESCRIPTOR } from './semaphore/descriptor.js';
@@ -55,6 +57,7 @@ export const OBJECT_DESCRIPTORS: readonly KindDescriptor[] = Object.freeze([
   COUNT_DOWN_LATCH_DESCRIPTOR,
   LEADER_ELECTION_DESCRIPTOR,
   JOB_LOCK_DESCRIPTOR,
+  FENCED_RESOURCE_DESCRIPTOR,
 ]);
 
 /**
@@ -244,6 +247,15 @@ export class LockClient extends EventEmitter<LockClientEvents> {
    */
   getFencedLock(name: string): RFencedLock {
     return new RFencedLock(this.core, name);
+  }
+
+  /**
+   * Data in Redis written only with a fencing token at least as high as any it accepted (issue 33): the
+   * storage-side check of a fenced lock's tokens, in Lua; see `RFencedResource`. Each call returns a new
+   * object. Sends nothing to Redis. Throws as `getLock`.
+   */
+  getFencedResource(name: string): RFencedResource {
+    return new RFencedResource(this.core, name);
   }
 
   /**

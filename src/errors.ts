@@ -31,7 +31,7 @@ export class RelockError extends Error {
    * A stable identifier, for logs and `switch` statements: `'ILLEGAL_MONITOR_STATE'`, `'LOCK_LOST'`,
    * `'LOCK_ACQUIRE_TIMEOUT'`, `'INVALID_ARGUMENT'`, `'WRONG_TYPE'`, `'CLIENT_CLOSED'`, `'REDIS_UNAVAILABLE'`,
    * `'REDIS_COMMAND'`, `'NO_PERMISSION'`, `'CROSS_SLOT'`, `'NO_SYNCED_REPLICAS'`, `'PERMIT_ACQUIRE_TIMEOUT'`, `'PERMIT_NOT_HELD'`,
-   * `'LOCK_UPGRADE'`, `'OWNER_UNKNOWN'`, `'REENTRY_NEEDS_CONTEXT'`, `'LEADERSHIP_ENDED'`.
+   * `'LOCK_UPGRADE'`, `'OWNER_UNKNOWN'`, `'REENTRY_NEEDS_CONTEXT'`, `'LEADERSHIP_ENDED'`, `'STALE_TOKEN'`, `'FENCE_TABLE_MISSING'`.
    */
   readonly code: string;
   constructor(code: string, message: string, options?: { cause?: unknown }) {
@@ -368,6 +368,41 @@ export class ReentryNeedsContextError extends RelockError {
       `cannot acquire "${lockName}" again: this task already holds it outside a lock context, and relock reenters only inside a context: ` +
         'use withLock()/runInContext(), or use the handle from acquire() (pass it to the code that releases it)',
     );
+  }
+}
+
+// Fencing (issue 33): the errors of the storage-side checks, `relock/fencing` and `getFencedResource`.
+
+/**
+ * A write carried a fencing token lower than the highest the resource has already accepted: a newer
+ * holder of the lock has written since, so this holder's lease ran out (it was paused, partitioned or
+ * slow). Nothing was written: the transaction was rolled back, the statement or Redis script refused.
+ * Not retried: the caller no longer holds the lock and must not write again with this token.
+ */
+export class StaleTokenError extends RelockError {
+  constructor(
+    /** The fenced resource's name (the `relock_fences.resource` row, or the `getFencedResource` name). */
+    readonly resource: string,
+    /** The token the refused write carried. */
+    readonly token: bigint,
+    /** The highest token the resource had accepted when it refused the write. */
+    readonly highest: bigint,
+  ) {
+    super('STALE_TOKEN', `write to "${resource}" with fencing token ${token} refused: the resource has already accepted token ${highest} (a newer lock holder wrote; this one's lease ran out); nothing was written`);
+  }
+}
+
+/**
+ * The fence table of `relock/fencing` (`relock_fences` unless the `table` option names another) does not
+ * exist: run `migrate(pool)` or the SQL of docs/fencing.md first. Nothing was written.
+ */
+export class FenceTableMissingError extends RelockError {
+  constructor(
+    /** The table the helper looked for, as given (`relock_fences`, `myschema.relock_fences`). */
+    readonly table: string,
+    options?: { cause?: unknown },
+  ) {
+    super('FENCE_TABLE_MISSING', `fence table ${table} does not exist: create it with migrate(pool) from relock/fencing or the SQL of docs/fencing.md; nothing was written`, options);
   }
 }
 

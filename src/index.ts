@@ -52,6 +52,9 @@ export {
 } from './errors.js';
 export { OwnerUnknownError, ReentryNeedsContextError } from './errors.js';
 export { RFencedLock } from './fenced-lock/fenced-lock.js';
+export { RFencedResource, type FencedResourceState } from './fenced-resource/fenced-resource.js';
+export type { FencingToken } from './fencing/input.js';
+export { FenceTableMissingError, StaleTokenError } from './errors.js';
 export type { AcquireMessage, LostMessage, ReleaseMessage } from './observe/channels.js';
 export type { AcquireOutcome, MetricKind, MetricKinds, WokenBy } from './observe/kinds.js';
 export type { MeterProviderLike, OtelOptions, TracerProviderLike } from './observe/options.js';

@@ -98,7 +98,7 @@ function compilerOptions(): ts.CompilerOptions {
     noEmit: true,
     skipLibCheck: true,
     types: ['node'],
-    paths: { relock: [join(root, 'src', 'index.ts')] },
+    paths: { relock: [join(root, 'src', 'index.ts')], 'relock/fencing': [join(root, 'src', 'fencing', 'index.ts')] },
   };
 }
 
