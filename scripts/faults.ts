@@ -8,7 +8,11 @@
  *   npm run faults -- --quick           short run of every scenario (CI)
  *   npm run faults -- --json            one JSON line per scenario on stdout
  *   npm run faults -- --only a,b        only these scenarios
- *   npm run faults -- --report FILE     rewrite the results table in FILE (between its markers)
+ *   npm run faults -- --report FILE     rewrite the results table in FILE (between its markers; with
+ *                                       --client, the table of that client)
+ *   npm run faults -- --client NAME     give relock a client of another family: ioredis, iovalkey, glide
+ *                                       (default node-redis); without --only, runs the restart, network
+ *                                       and failover scenarios (clients.ts)
  *   npm run faults -- --prove           run each checker on a mutant it must catch (`--only` names checkers;
  *                                       with --report FILE, rewrite the proofs table in FILE)
  */
@@ -18,6 +22,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { createClient } from 'redis';
 import { startRedis } from '../test/support/redis.js';
+import { CLIENT_SCENARIOS, FAULT_CLIENTS, type FaultClient } from './faults/clients.js';
 import { runScenario } from './faults/orchestrator.js';
 import type { Suite } from './faults/run.js';
 import { cleanupAll, onCleanup, WorkerPool } from './faults/processes.js';
@@ -34,10 +39,16 @@ const { values } = parseArgs({
     only: { type: 'string' },
     report: { type: 'string' },
     prove: { type: 'boolean', default: false },
+    client: { type: 'string', default: 'node-redis' },
   },
 });
+const client = values.client as FaultClient;
+if (!FAULT_CLIENTS.includes(client)) {
+  console.error(`unknown client: ${values.client}; known: ${FAULT_CLIENTS.join(', ')}`);
+  process.exit(2);
+}
 if (values.prove) await proveAndExit();
-const only = values.only?.split(',').map((s) => s.trim());
+const only = values.only?.split(',').map((s) => s.trim()) ?? (client === 'node-redis' ? undefined : CLIENT_SCENARIOS);
 const unknown = only?.filter((name) => !scenarios.some((s) => s.name === name)) ?? [];
 if (unknown.length > 0) {
   console.error(`unknown scenario(s): ${unknown.join(', ')}; known: ${scenarios.map((s) => s.name).join(', ')}`);
@@ -71,7 +82,7 @@ try {
   oracle.on('error', () => {});
   await oracle.connect();
   onCleanup(() => oracle.close().then(() => {}, () => {}));
-  const suite: Suite = { quick: values.quick, baseDir, oracleUrl: oracleServer.url, oracle: oracle as Redis, pool: new WorkerPool(join(baseDir, 'workers.stderr.log')), progress };
+  const suite: Suite = { quick: values.quick, client, baseDir, oracleUrl: oracleServer.url, oracle: oracle as Redis, pool: new WorkerPool(join(baseDir, 'workers.stderr.log')), progress };
   for (const scenario of selected) {
     if (interrupted) break;
     progress(`▶ ${scenario.name}: ${scenario.title}`);
@@ -89,7 +100,7 @@ try {
 }
 if (interrupted) await new Promise(() => {}); // the signal handler exits once everything is stopped
 if (!values.json) printSummary(results);
-if (values.report) writeReport(values.report, results, { quick: values.quick, startedAt, loadAtStart });
+if (values.report) writeReport(values.report, results, { quick: values.quick, client, startedAt, loadAtStart });
 const failed = results.filter((r) => !r.ok);
 if (failed.length > 0) {
   console.error(`${failed.length} scenario(s) broke an invariant: ${failed.map((r) => r.scenario).join(', ')} (histories kept in ${baseDir})`);

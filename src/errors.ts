@@ -169,16 +169,37 @@ function expectedData(asked: ObjectKind | undefined, expectedType: string): stri
   if (asked === 'expirable-semaphore') return 'its permits in a Redis sorted set';
   return asked !== undefined && expectedType === 'hash' ? `a Redis hash with the field kind=${asked}` : `a Redis ${expectedType}`;
 }
+/** A Redis client family as `ClientClosedError` names it. */
+export type ClosedClient = 'node-redis' | 'ioredis/iovalkey' | 'Valkey GLIDE';
 
 /**
- * The `LockClient` was shut down, or the node-redis client it uses was closed. Thrown by every call made
- * after `shutdown()`, and by waits that were in progress when it was called. Not retried.
+ * The `LockClient` was shut down, or the Redis client it was given was closed by its owner. Thrown by every
+ * call made after `shutdown()` or after that close, and by waits in progress then: they reject at once
+ * (relock wakes them), and nothing is acquired on that client afterwards. The message names the client and
+ * the call that fixes it (`client`). Not retried.
  */
 export class ClientClosedError extends RelockError {
-  constructor(options?: { cause?: unknown }) {
-    super('CLIENT_CLOSED', 'the lock client is shut down, or its node-redis client is closed or not connected yet (call connect() on a client you pass to createLockClient)', options);
+  /**
+   * The family of the user's Redis client when that client was closed by its owner (or, node-redis, not
+   * connected yet): `'node-redis'`, `'ioredis/iovalkey'` or `'Valkey GLIDE'`; undefined when the lock client
+   * itself was shut down (`shutdown()`).
+   */
+  readonly client: ClosedClient | undefined;
+  constructor(options?: { cause?: unknown; client?: ClosedClient }) {
+    super('CLIENT_CLOSED', options?.client ? CLOSED_CLIENT[options.client] : 'the lock client is shut down (shutdown() was called): create a new one with createLockClient', options);
+    this.client = options?.client;
   }
 }
+
+/** What `ClientClosedError` says when the user's client of each family is closed: the client, and the call that fixes it. */
+const CLOSED_CLIENT: Record<ClosedClient, string> = {
+  'node-redis':
+    'the node-redis client given to createLockClient is closed (close(), quit() or destroy() was called) or not connected yet: call connect() on it before createLockClient, and close it only after shutdown()',
+  'ioredis/iovalkey':
+    'the ioredis/iovalkey client given to createLockClient is closed (quit() or disconnect() was called, or it stopped reconnecting): close it only after shutdown(), and give a new lock client an open one',
+  'Valkey GLIDE':
+    'the Valkey GLIDE client given to createLockClient is closed (close() was called): close it only after shutdown(), and give a new lock client one made with GlideClient.createClient()',
+};
 
 /**
  * Redis did not answer, or answered only with transient errors (`LOADING`, `READONLY`, `TRYAGAIN`, a closed

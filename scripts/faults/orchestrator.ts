@@ -25,7 +25,7 @@ import type { AnyScenario, History, InProcessScenario, Scenario } from './scenar
 
 /** Runs `scenario` and returns its figures. Never throws: a failure of the harness is a violation. */
 export async function runScenario(scenario: AnyScenario, suite: Suite): Promise<ScenarioResult> {
-  const skip = scenario.skip?.();
+  const skip = scenario.skip?.(suite.client);
   if (skip) return { ...emptyResult(scenario), skipped: skip };
   if ('runInProcess' in scenario) return runInProcess(scenario, suite);
   const setup = scenario.setup(suite.quick);
@@ -132,7 +132,7 @@ async function runInProcess(scenario: InProcessScenario, suite: Suite): Promise<
   const started = now();
   const result = emptyResult(scenario);
   try {
-    await scenario.runInProcess(suite.quick, result, suite.progress.bind(suite));
+    await scenario.runInProcess(suite.quick, result, suite.progress.bind(suite), suite.client);
   } catch (error) {
     result.violations.unshift(`harness: ${(error as Error).stack ?? String(error)}`);
   }

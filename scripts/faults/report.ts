@@ -7,6 +7,7 @@ import { execFileSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { createRequire } from 'node:module';
+import { clientVersion, type FaultClient } from './clients.js';
 import type { ScenarioResult } from './result.js';
 import { scenarios } from './scenarios/index.js';
 
@@ -48,17 +49,18 @@ export function printSummary(results: readonly ScenarioResult[]): void {
   for (const r of rows) console.log(r.map((c, i) => c.padEnd(widths[i])).join('  ').trimEnd());
 }
 
-function versions(): string {
+function versions(client: FaultClient): string {
   const require = createRequire(import.meta.url);
   const redis = execFileSync(process.env.REDIS_SERVER_BIN ?? 'redis-server', ['--version']).toString().match(/v=(\S+)/)?.[1] ?? '?';
-  const nodeRedis = (require('@redis/client/package.json') as { version: string }).version;
   const relock = (require('../../package.json') as { version: string }).version;
-  return `relock ${relock}, Node ${process.version}, node-redis ${nodeRedis}, Redis ${redis}, ${cpus().length} × ${cpus()[0]?.model.trim() ?? 'CPU'}`;
+  return `relock ${relock}, Node ${process.version}, ${clientVersion(client)}, Redis ${redis}, ${cpus().length} × ${cpus()[0]?.model.trim() ?? 'CPU'}`;
 }
 
 /** When a run started, and the machine's 1-minute load average then (`os.loadavg()`). */
 export interface RunMeta {
   readonly quick: boolean;
+  /** The client relock was given (`--client`). */
+  readonly client: FaultClient;
   readonly startedAt: Date;
   readonly loadAtStart: number;
 }
@@ -67,7 +69,7 @@ export interface RunMeta {
 export function markdown(results: readonly ScenarioResult[], meta: RunMeta): string {
   const minutes = (Date.now() - meta.startedAt.getTime()) / 60_000;
   const lines = [
-    `Run of ${meta.startedAt.toISOString().slice(0, 16).replace('T', ' ')} UTC (${minutes.toFixed(1)} min, ${results.length} scenarios), \`npm run faults${meta.quick ? ' -- --quick' : ''}\`, ${versions()}.`,
+    `Run of ${meta.startedAt.toISOString().slice(0, 16).replace('T', ' ')} UTC (${minutes.toFixed(1)} min, ${results.length} scenarios), \`npm run faults${meta.quick || meta.client !== 'node-redis' ? ' --' : ''}${meta.quick ? ' --quick' : ''}${meta.client !== 'node-redis' ? ` --client ${meta.client}` : ''}\`, ${versions(meta.client)}.`,
     `The machine was shared with other work (2 cores; load average ${meta.loadAtStart.toFixed(2)} at the start, ${(loadavg()[0] ?? 0).toFixed(2)} at the end): timings are upper bounds, not benchmarks.`,
     '',
     `| ${HEADER.join(' | ')} |`,
@@ -87,7 +89,7 @@ export function markdown(results: readonly ScenarioResult[], meta: RunMeta): str
 }
 
 /** Rewrites the block between `<!-- <name>:begin -->` and `<!-- <name>:end -->` of `file` with `content`. */
-export function replaceBlock(file: string, name: 'faults' | 'proofs', content: string): void {
+export function replaceBlock(file: string, name: string, content: string): void {
   const [open, close] = [`<!-- ${name}:begin -->`, `<!-- ${name}:end -->`];
   const text = readFileSync(file, 'utf8');
   const begin = text.indexOf(open);
@@ -96,7 +98,7 @@ export function replaceBlock(file: string, name: 'faults' | 'proofs', content: s
   writeFileSync(file, `${text.slice(0, begin + open.length)}\n${content}\n${text.slice(end)}`);
 }
 
-/** Rewrites the results block of `file` (docs/reliability.md). */
+/** Rewrites the results block of `file` (docs/reliability.md): `faults`, or `faults-<client>` for another client than node-redis. */
 export function writeReport(file: string, results: readonly ScenarioResult[], meta: RunMeta): void {
-  replaceBlock(file, 'faults', markdown(results, meta));
+  replaceBlock(file, meta.client === 'node-redis' ? 'faults' : `faults-${meta.client}`, markdown(results, meta));
 }

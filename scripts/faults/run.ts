@@ -6,6 +6,7 @@
 import { join } from 'node:path';
 import { createClient } from 'redis';
 import type { RedisServer } from '../../test/support/redis.js';
+import type { FaultClient } from './clients.js';
 import { keyFacts, relockSubscribers, type HygieneFacts } from './checkers/hygiene.js';
 import type { Expiration, NemesisEvent } from './history.js';
 import type { WorkerPool, WorkerProcess } from './processes.js';
@@ -16,6 +17,8 @@ import type { WorkerConfig, WorkerMessage } from './worker.js';
 /** What every scenario of one suite run shares. */
 export interface Suite {
   quick: boolean;
+  /** The client the workers give relock (`--client`; see clients.ts). */
+  client: FaultClient;
   /** Per-run directories go below it (kept when a scenario fails). */
   baseDir: string;
   oracleUrl: string;
@@ -151,7 +154,7 @@ export class Run implements RunContext {
     const { setup } = this;
     const proxy = setup.proxy ? await Proxy.start(this.redis.port) : undefined;
     const config: WorkerConfig = {
-      w, mode: setup.mode ?? 'mutex', url: proxy?.url ?? this.redis.url, oracleUrl: this.suite.oracleUrl, run: this.id,
+      w, mode: setup.mode ?? 'mutex', url: proxy?.url ?? this.redis.url, client: this.suite.client, oracleUrl: this.suite.oracleUrl, run: this.id,
       logFile: join(this.dir, `${w}.jsonl`), lockName: this.lockKey, leaseMs: setup.leaseMs, responseTimeoutMs: setup.responseTimeoutMs,
       waiters: setup.waiters ?? 1, workMs: setup.workMs ?? [60, 150], thinkMs: setup.thinkMs ?? [5, 30],
       notify: (setup.waiters ?? 1) === 1, checkHolds: setup.checkHolds ?? false,

@@ -2,6 +2,7 @@
 import type { createClient } from 'redis';
 import type { RedisServer } from '../../test/support/redis.js';
 import type { Cause } from './checkers/causes.js';
+import type { FaultClient } from './clients.js';
 import type { Expiration, NemesisEvent, WorkerEvent } from './history.js';
 import type { WorkerProcess } from './processes.js';
 import type { Proxy } from './proxy.js';
@@ -106,8 +107,8 @@ interface Described {
    * within its window).
    */
   excuses?: Cause[];
-  /** A reason to skip (a feature this build lacks), or undefined to run. */
-  skip?(): string | undefined;
+  /** A reason to skip (a feature this build, or `client`, lacks), or undefined to run. */
+  skip?(client: FaultClient): string | undefined;
 }
 
 /**
@@ -117,7 +118,7 @@ interface Described {
  * started, also when it throws (a throw is a harness violation; the figures filled so far stay).
  */
 export interface InProcessScenario extends Described {
-  runInProcess(quick: boolean, result: ScenarioResult, progress: (message: string) => void): Promise<void>;
+  runInProcess(quick: boolean, result: ScenarioResult, progress: (message: string) => void, client: FaultClient): Promise<void>;
 }
 
 /** A scenario run against one Redis with forked workers (see orchestrator.ts). */

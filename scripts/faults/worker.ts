@@ -1,7 +1,8 @@
 /**
  * A worker process of the fault suite (forked by the orchestrator with `--import tsx`). It uses relock
  * through its own `LockClient` (`createLockClient({ url })`: relock's own connections, offline queue
- * disabled), possibly through a proxy, and logs every event to its JSON-lines file (see history.ts).
+ * disabled; or, with `--client`, over a client of another family the worker opens on the URL, see
+ * clients.ts), possibly through a proxy, and logs every event to its JSON-lines file (see history.ts).
  *
  * IPC, orchestrator → worker: `{ cmd: 'run', config }`, `{ cmd: 'block', ms }` (block the event loop
  * in the next section, between its last lock check and its write: a GC pause in the worst place),
@@ -17,6 +18,7 @@ import { createHook } from 'node:async_hooks';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createLockClient, type RFencedLock, type LockClient, type LockHandle } from '../../src/index.js';
+import { openUserClient, type FaultClient, type UserClient } from './clients.js';
 import { LogWriter, now } from './history.js';
 import { OracleClient } from './oracle.js';
 
@@ -27,6 +29,8 @@ export interface WorkerConfig {
   mode: 'mutex' | 'semaphore' | 'plain-semaphore' | 'rw' | 'many' | 'leader';
   /** The Redis under test, or the worker's proxy in front of it. */
   url: string;
+  /** The client relock is given (see clients.ts): `node-redis` (relock's own for `url`), or the user's own of another family. */
+  client: FaultClient;
   oracleUrl: string;
   /** Namespace of the run's oracle keys. */
   run: string;
@@ -105,10 +109,10 @@ class Run {
   private readonly stallTimer: NodeJS.Timeout;
   private loops: Promise<void> = Promise.resolve();
 
-  constructor(readonly config: WorkerConfig, private readonly oracle: OracleClient | undefined) {
+  constructor(readonly config: WorkerConfig, private readonly oracle: OracleClient | undefined, private readonly user: UserClient) {
     this.log = new LogWriter(config.logFile);
     this.log.write({ ev: 'start', t: now(), w: config.w, pid: process.pid });
-    this.client = createLockClient({ url: config.url, lockWatchdogTimeout: config.leaseMs, responseTimeout: config.responseTimeoutMs });
+    this.client = createLockClient({ ...user.options, lockWatchdogTimeout: config.leaseMs, responseTimeout: config.responseTimeoutMs });
     this.client.on('lockLost', (e) => this.log.write({ ev: 'lost', t: now(), w: config.w, sec: this.sections.get(e.owner), key: e.key, reason: e.reason }));
     let last = now();
     this.stallTimer = setInterval(() => {
@@ -144,6 +148,7 @@ class Run {
   async shutdown(): Promise<void> {
     clearInterval(this.stallTimer);
     await this.client.shutdown();
+    await this.user.close();
     await this.oracle?.close();
     this.log.close();
     await new Promise((resolve) => setImmediate(resolve));
@@ -385,8 +390,8 @@ const fail = (error: unknown): void => send({ type: 'error', w: current?.config.
 process.on('message', (message: WorkerCommand) => {
   switch (message.cmd) {
     case 'run':
-      OracleClient.open(message.config.oracleUrl, message.config.run).then((oracle) => {
-        current = new Run(message.config, oracle);
+      Promise.all([OracleClient.open(message.config.oracleUrl, message.config.run), openUserClient(message.config.client, message.config.url)]).then(([oracle, user]) => {
+        current = new Run(message.config, oracle, user);
         current.start();
         send({ type: 'running', w: message.config.w });
       }, fail);

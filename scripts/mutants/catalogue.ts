@@ -28,6 +28,7 @@ const QUORUM = 'test/red-lock/quorum.test.ts';
 const OBJECT_CALLS = 'test/semaphore/object-calls.test.ts';
 const LATCH = 'test/count-down-latch/latch.test.ts';
 const IOREDIS = 'test/clients/ioredis-traits.test.ts';
+const EVERY_CLIENT = 'test/clients/every-client-faults.test.ts';
 
 export const CATALOGUE: readonly CatalogueEntry[] = [
   {
@@ -664,5 +665,32 @@ export const CATALOGUE: readonly CatalogueEntry[] = [
     replace: '  return setTimeout(fn, delay);',
     tests: ['test/lock/long-lease.test.ts'],
     pattern: '^leases longer than setTimeout can wait a lock handle with a 30-day lease',
+  },
+  {
+    id: 'glide-reconnect-watch',
+    mechanism: "a GLIDE reconnect is reported (GLIDE's connection count rose): every hold is renewed at once and waiters are woken, so a restart is noticed within the reconnect, not at the next renewal",
+    file: 'src/redis/clients/glide.ts',
+    find: '    if (rose && this.opening === 0) this.onReconnected();',
+    replace: '    if (rose && this.opening < 0) this.onReconnected();',
+    tests: [EVERY_CLIENT],
+    pattern: '^faults on Valkey GLIDE a (Redis restart mid-hold|waiter parked across a Redis restart)',
+  },
+  {
+    id: 'closed-client-wakes-waiters',
+    mechanism: "a user's client closed by its owner wakes every waiter, which rejects with ClientClosedError at once (not at its fallback timer)",
+    file: 'src/pubsub/channels.ts',
+    find: '      for (const channel of this.channels.values()) channel.wake(Infinity);\n    });\n  }',
+    replace: '    });\n  }',
+    tests: [EVERY_CLIENT],
+    pattern: '^faults on node-redis the user closes their client',
+  },
+  {
+    id: 'ioredis-user-close',
+    mechanism: "an ioredis/iovalkey client closed by its owner ('end') ends relock's use of it: its own duplicate sends nothing more, so no waiter acquires on it",
+    file: 'src/redis/clients/ioredis.ts',
+    find: "    client.on('end', this.onEnd);",
+    replace: '',
+    tests: [EVERY_CLIENT],
+    pattern: '^faults on (ioredis|iovalkey) the user closes their client',
   },
 ];

@@ -17,7 +17,9 @@ export const LINGER_MS = 250;
  * The client's subscriptions: one per channel, shared by all local waiters, unsubscribed `LINGER_MS`
  * after the last one left unless a waiter came back meanwhile. Subscribe and unsubscribe of one channel
  * are serialized. After the subscriber connection comes back from a disconnect (node-redis resubscribes by
- * itself), every waiter is woken to retry, because messages published meanwhile were lost.
+ * itself), the first waiter of every channel is woken to retry, because messages published meanwhile were
+ * lost; when the user's client is closed by its owner (`Connection.onClosed`), every waiter is woken, and
+ * rejects with `ClientClosedError` at its next attempt.
  *
  * An UNSUBSCRIBE that fails for good (the connection dropped with it in flight, or Redis refused it past
  * the retries) is owed: node-redis keeps a channel whose UNSUBSCRIBE failed and subscribes it again when
@@ -42,6 +44,12 @@ export class Channels {
       this.log.debug({ channels: this.channels.size, owed: this.owed.size }, 'reconnected: waking the first waiter of every channel');
       for (const channel of this.channels.values()) channel.wakeAfterReconnect();
       for (const channel of [...this.owed]) this.settle(channel);
+    });
+    // Nobody can acquire on a client its owner closed: every waiter is woken, and its next attempt
+    // rejects with ClientClosedError instead of waiting for a message or timer that cannot help.
+    connection.onClosed(() => {
+      this.log.debug({ channels: this.channels.size }, 'the Redis client was closed by its owner: waking every waiter');
+      for (const channel of this.channels.values()) channel.wake(Infinity);
     });
   }
 

@@ -1,4 +1,4 @@
-import { InvalidArgumentError } from '../errors.js';
+import { InvalidArgumentError, type ClosedClient } from '../errors.js';
 
 /** The kind of deployment relock talks to through the user's client. */
 export type Topology = 'standalone' | 'cluster' | 'sentinel';
@@ -15,6 +15,11 @@ export type MessageListener = (message: string, channel: string) => void;
  */
 export interface Connection {
   readonly topology: Topology;
+  /**
+   * The user's client as `ClientClosedError` names it once its owner closed it: the family and how it is
+   * closed (`'node-redis'`, `'ioredis/iovalkey'`, `'Valkey GLIDE'`; see `ClientClosedError.client`).
+   */
+  readonly family: ClosedClient;
   /** The `keyPrefix` the user's client was created with, if any. */
   readonly clientKeyPrefix: string | undefined;
   /** `'spublish'` on Redis Cluster (sharded pub/sub), `'publish'` elsewhere: the verb scripts publish with. */
@@ -34,6 +39,14 @@ export interface Connection {
    * changed (failover, slots moved): pub/sub messages may have been lost meanwhile and holds may be gone.
    */
   onReconnected(callback: () => void): void;
+  /**
+   * `callback` runs once when the user's client was closed by its owner (node-redis `close()`/`quit()`/
+   * `destroy()`, ioredis `quit()`/`disconnect()`, GLIDE `close()`), or ended for good: no command is sent
+   * through relock's own connections afterwards (they reject with `ClientClosedError`), and relock wakes
+   * its waiters so that they reject instead of waiting on a client nobody can use. Never for a client
+   * relock opened itself (a `url`), which only `close()` ends.
+   */
+  onClosed(callback: () => void): void;
   /**
    * True while the command connection is down and the client queues commands instead of sending them
    * (its offline queue: Redis unreachable, or reconnecting): an attempt in flight then is given up at the
@@ -127,6 +140,25 @@ export class NextEvent {
     }
     return this.pending;
   }
+}
+
+/** Callbacks run once, when the user's client was closed (see `Connection.onClosed`). */
+export class Once {
+  private callbacks: Array<() => void> | undefined = [];
+  /** Whether it fired. */
+  get fired(): boolean {
+    return this.callbacks === undefined;
+  }
+  /** Adds `callback` (run at once when it fired already). */
+  readonly add = (callback: () => void): void => {
+    if (this.callbacks) this.callbacks.push(callback);
+    else callback();
+  };
+  readonly fire = (): void => {
+    const callbacks = this.callbacks ?? [];
+    this.callbacks = undefined;
+    for (const callback of callbacks) callback();
+  };
 }
 
 /** Callbacks run when a connection is back or the topology changed. */

@@ -485,7 +485,8 @@ export class Executor {
       case 'ambiguous':
         return new RedisUnavailableError(operation, { cause: error });
       case 'closed':
-        return new ClientClosedError({ cause: error });
+        // The user's client was closed by its owner (the lock client itself is open): named in the message.
+        return new ClientClosedError({ cause: error, client: this.closed ? undefined : this.connection.family });
       case 'crossslot':
         return new CrossSlotError(`Redis refused ${operation}`, { cause: error });
       case 'wrongtype':

@@ -16,8 +16,9 @@
 import { randomBytes } from 'node:crypto';
 import { createLockClient, LockHandle, NoSyncedReplicasError, type LockClient, type LockClientOptions } from '../../../src/index.js';
 import { waitUntil } from '../../../test/support/helpers.js';
-import { startSentinel, type SentinelSetup } from '../../../test/support/sentinel.js';
+import { MASTER_NAME, startSentinel, type SentinelSetup } from '../../../test/support/sentinel.js';
 import { detectionBoundMs } from '../checkers/causes.js';
+import { openSentinelClient, type FaultClient, type UserClient } from '../clients.js';
 import { now } from '../history.js';
 import { onCleanup } from '../processes.js';
 import type { ScenarioResult } from '../result.js';
@@ -66,19 +67,28 @@ interface Clients {
   b(): LockClient;
 }
 
-/** One run on its own servers, stopped (with the clients) whatever happens. */
-async function failoverRun(sync: boolean): Promise<Outcome> {
+/** One run on its own servers, stopped (with the clients) whatever happens; A's client is of the `client` family. */
+async function failoverRun(sync: boolean, client: FaultClient): Promise<Outcome> {
   const setup = await startSentinel();
   const unregister = onCleanup(() => setup.stop());
   const clients: LockClient[] = [];
-  const track = (client: LockClient): LockClient => (clients.push(client), client);
+  const users: UserClient[] = [];
+  const track = (lockClient: LockClient): LockClient => (clients.push(lockClient), lockClient);
+  /** A's Sentinel client: node-redis's (closed by `setup.stop()`), or an ioredis/iovalkey one with `sentinels`. */
+  const sentinelClient = async (): Promise<object> => {
+    if (client === 'node-redis' || client === 'glide') return setup.connect();
+    const user = await openSentinelClient(client, MASTER_NAME, setup.sentinelPort);
+    users.push(user);
+    return user.options.redis!;
+  };
   try {
     return await cutAndFailOver(setup, sync, {
-      a: async (options) => track(createLockClient({ redis: await setup.connect(), lockWatchdogTimeout: LEASE_MS, ...options })),
+      a: async (options) => track(createLockClient({ redis: await sentinelClient(), lockWatchdogTimeout: LEASE_MS, ...options })),
       b: () => track(createLockClient({ url: setup.replica.url })),
     });
   } finally {
     await Promise.all(clients.map((c) => c.shutdown()));
+    await Promise.all(users.map((u) => u.close()));
     await setup.stop();
     unregister();
   }
@@ -195,13 +205,14 @@ export const sentinelFailover: InProcessScenario = {
     `(loss detection: from the promotion to A being told, at most ${LOSS_DETECTION_BOUND_MS} ms: A's client reconnects to the new primary, then its next renewal finds the key gone); ` +
     'with syncReplicas none (A\'s acquire fails with NoSyncedReplicasError and leaves no key), any is unexpected. ' +
     'Recovery: from the kill to B\'s grant',
-  async runInProcess(quick, result, progress) {
+  skip: (client) => (client === 'glide' ? 'Valkey GLIDE 2 has no Sentinel support' : undefined),
+  async runInProcess(quick, result, progress, client) {
     result.leaseMs = LEASE_MS;
     const outcomes: Outcome[] = [];
     try {
       for (const sync of [false, true]) {
         for (let i = 0; i < (quick ? 1 : 5); i++) {
-          const outcome = await failoverRun(sync);
+          const outcome = await failoverRun(sync, client);
           outcomes.push(outcome);
           progress(`  ${sync ? 'with' : 'without'} syncReplicas: A ${outcome.a}, failover ${outcome.failoverMs} ms, B ${outcome.recoveryMs === undefined ? 'not granted' : 'granted'}${outcome.doubleGrant ? `, double grant for ${outcome.overlapMs} ms` : ''}`);
         }

@@ -21,16 +21,27 @@
  * - Errors: `ClosingError` (the user closed their client) is `closed`; `ConnectionError` (the connection
  *   dropped with the command possibly sent) is ambiguous; GLIDE's `TimeoutError` (no reply within the
  *   client's `requestTimeout`, 250 ms by default) becomes relock's `ResponseTimeoutError` (ambiguous).
- * - Reconnects: GLIDE emits no connection events. relock reports one after a command failed with
- *   `ConnectionError` or `TimeoutError` (what commands get while GLIDE reconnects; a merely slow reply
- *   costs one early renewal round) and a later one succeeded, and when its subscriber's confirmed subscriptions fell
- *   short of the wanted ones and came back (checked every second while it has subscriptions).
+ * - Reconnects: GLIDE emits no connection events, and reconnects in the background (its
+ *   `connectionBackoff`: by default at once, then after 200, 400, 800, 1,600 and then every 3,200 ms,
+ *   ±20 %). relock reads GLIDE's own count of open connections (`getStatistics().total_connections`, a
+ *   local call that sends nothing, process-wide: GLIDE decrements it when a connection drops and
+ *   increments it when one is made) every `WATCH_MS` (50 ms): when it rose, a connection came back (or
+ *   another GLIDE client was made: one early renewal round, harmless), and relock reports a reconnect,
+ *   which renews every hold at once and wakes the waiters. Without that a holder whose key a restart
+ *   erased learned it at its next renewal, up to a watchdog interval later (8.8 s with the 30 s default
+ *   lease), and a waiter slept until its fallback timer (29.5 s). relock also reports one after a command
+ *   failed with `ConnectionError` or `TimeoutError` (what commands get while GLIDE reconnects; a merely
+ *   slow reply costs one early renewal round) and a later one succeeded, and when its subscriber's
+ *   confirmed subscriptions fell short of the wanted ones and came back (checked every second while it
+ *   has subscriptions).
+ * - The user's `close()`: seen within `WATCH_MS` (`isClosed`); relock then wakes its waiters, whose
+ *   next attempt fails with `ClientClosedError` (GLIDE's `ClosingError`), and closes its subscriber.
  * - `close()` closes relock's subscriber and leaves the user's client open.
  */
 import { ClientClosedError } from '../../errors.js';
 import { outsideContexts } from '../../context.js';
 import { ResponseTimeoutError } from '../failures.js';
-import { has, Notifier, requireMethods, type ClientAdapter, type Connection, type ErrorSink, type MessageListener } from '../connection.js';
+import { has, Notifier, Once, requireMethods, type ClientAdapter, type Connection, type ErrorSink, type MessageListener } from '../connection.js';
 
 /** A GLIDE pub/sub message as the subscriber's callback gets it. */
 interface GlideMessage {
@@ -53,6 +64,10 @@ interface GlideLike {
   ssubscribe?(channels: Iterable<string>, timeoutMs: number): Promise<void>;
   sunsubscribe?(channels: Iterable<string> | null, timeoutMs: number): Promise<void>;
   getSubscriptions?(): Promise<{ desiredSubscriptions: Record<number, Set<unknown>>; actualSubscriptions: Record<number, Set<unknown>> }>;
+  /** GLIDE core's counters, process-wide (values are decimal strings): `total_connections` is read. */
+  getStatistics?(): object;
+  /** Set by the client's `close()`. */
+  readonly isClosed?: boolean;
   /** GLIDE keeps the configuration the client was created with (a protected field). */
   readonly config?: Record<string, unknown>;
 }
@@ -64,6 +79,8 @@ interface GlideClass {
 const SUBSCRIBE_TIMEOUT_MS = 10_000;
 /** How often the subscriber's confirmed subscriptions are compared with the wanted ones. */
 const SUBSCRIPTION_CHECK_MS = 1_000;
+/** How often GLIDE's connection count and the user's client's `isClosed` are read (see `GlideWatch`). */
+export const WATCH_MS = 50;
 const HINT = 'pass a GlideClient or GlideClusterClient from "@valkey/valkey-glide" 2.x';
 
 /**
@@ -84,6 +101,7 @@ export const glide: ClientAdapter = {
 
 function glideConnection(user: GlideLike, clustered: boolean, onError: ErrorSink): Connection {
   const reconnected = new Notifier();
+  const closed = new Once();
   let dropped = false;
   const run = (args: readonly string[], key: string | undefined): Promise<unknown> => {
     const command = [...args];
@@ -106,8 +124,14 @@ function glideConnection(user: GlideLike, clustered: boolean, onError: ErrorSink
     );
   };
   const subscriber = new GlideSubscriber(user, clustered, reconnected.notify, (error) => onError(error, 'subscriber'));
+  const watch = new GlideWatch(user, reconnected.notify, () => {
+    closed.fire();
+    void subscriber.close();
+  });
+  subscriber.opening = (client) => watch.settleAfter(client);
   return {
     topology: clustered ? 'cluster' : 'standalone',
+    family: 'Valkey GLIDE',
     clientKeyPrefix: undefined,
     publishCommand: clustered ? 'spublish' : 'publish',
     // GLIDE exposes no connection state; its own request timeout bounds a command sent while it reconnects.
@@ -117,8 +141,68 @@ function glideConnection(user: GlideLike, clustered: boolean, onError: ErrorSink
     subscribe: (channel, listener) => subscriber.add(channel, listener),
     unsubscribe: (channel, listener) => subscriber.remove(channel, listener),
     onReconnected: reconnected.add,
-    close: () => subscriber.close(),
+    onClosed: closed.add,
+    close: () => {
+      watch.stop();
+      return subscriber.close();
+    },
   };
+}
+
+/**
+ * Watches, every `WATCH_MS` on an unref()ed timer, what GLIDE shows of its connections without events:
+ * its count of open connections (`getStatistics().total_connections`, process-wide), whose rise means a
+ * connection was made (a reconnect: `onReconnected`), and the user's client's `isClosed` (`onClosed`,
+ * once; the watch then stops). Both are local reads: nothing is sent to Redis. A GLIDE without
+ * `getStatistics` is watched for `isClosed` only.
+ */
+class GlideWatch {
+  private readonly timer: NodeJS.Timeout;
+  private count: number;
+  /** Connections relock itself is opening (its subscriber): their rise is not a reconnect. */
+  private opening = 0;
+
+  constructor(
+    private readonly user: GlideLike,
+    private readonly onReconnected: () => void,
+    private readonly onClosed: () => void,
+  ) {
+    this.count = this.connections();
+    this.timer = outsideContexts(() => setInterval(() => this.check(), WATCH_MS));
+    this.timer.unref();
+  }
+
+  /** While `client` (a connection relock opens) is being made, a rise of the count is not reported; the count is read again once it is. */
+  settleAfter<T>(client: Promise<T>): void {
+    this.opening++;
+    const done = (): void => {
+      this.opening--;
+      this.count = this.connections();
+    };
+    client.then(done, done);
+  }
+
+  stop(): void {
+    clearInterval(this.timer);
+  }
+
+  private check(): void {
+    if (this.user.isClosed === true) {
+      this.stop();
+      this.onClosed();
+      return;
+    }
+    const count = this.connections();
+    const rose = count > this.count;
+    this.count = count;
+    if (rose && this.opening === 0) this.onReconnected();
+  }
+
+  /** GLIDE's count of open connections in this process (0 when it does not say). */
+  private connections(): number {
+    const statistics = this.user.getStatistics?.() as { total_connections?: unknown } | undefined;
+    return Number(statistics?.total_connections ?? 0) || 0;
+  }
 }
 
 /**
@@ -131,6 +215,8 @@ class GlideSubscriber {
   private checker: NodeJS.Timeout | undefined;
   private short = false;
   private closed = false;
+  /** Told of each connection relock's subscriber is being made with (so that its rise is not taken for a reconnect). */
+  opening: ((client: Promise<unknown>) => void) | undefined;
 
   constructor(
     private readonly user: GlideLike,
@@ -192,6 +278,7 @@ class GlideSubscriber {
       const ctor = this.user.constructor as unknown as GlideClass;
       this.client = outsideContexts(() => ctor.createClient({ ...config, pubsubSubscriptions: { channelsAndPatterns: {}, callback } }));
       const opening = this.client;
+      this.opening?.(opening);
       opening.then(
         (client) => {
           if (this.closed) client.close();

@@ -1,6 +1,7 @@
+import { ClientClosedError } from '../../errors.js';
 import { outsideContexts } from '../../context.js';
 import { keySlot } from '../../keys.js';
-import { has, NextEvent, Notifier, requireMethods, type ClientAdapter, type Connection, type ErrorSink, type EventSource, type MessageListener } from '../connection.js';
+import { has, NextEvent, Notifier, Once, requireMethods, type ClientAdapter, type Connection, type ErrorSink, type EventSource, type MessageListener } from '../connection.js';
 
 /** What relock uses of an ioredis (or iovalkey) `Redis`: a standalone node, or the primary found through `sentinels`. */
 interface IoRedis extends EventSource {
@@ -239,6 +240,36 @@ function commandClient<T extends IoRedis | IoCluster>(client: T, safe: boolean, 
   return { commands, owned: true };
 }
 
+/**
+ * The user's client (or Cluster) closed by its owner: its `'end'` (after `quit()`, `disconnect()`, or when
+ * it stops reconnecting). relock's own connections on it (its duplicate for commands, its subscribers) are
+ * closed too (`closeOwn`), and nothing is sent afterwards: calls reject with `ClientClosedError`. Without
+ * it, relock's duplicate went on serving a waiter, which acquired the lock 4.7 s after the user's
+ * `quit()` (issue 27). Without a client (one relock opened itself for a `url`), it never fires.
+ */
+class UserClose extends Once {
+  private readonly onEnd: (() => void) | undefined;
+  constructor(private readonly client?: EventSource, closeOwn?: () => void) {
+    super();
+    if (!client) return;
+    this.onEnd = () => {
+      this.fire();
+      closeOwn?.();
+    };
+    client.on('end', this.onEnd);
+  }
+  error(): ClientClosedError {
+    return new ClientClosedError({ client: 'ioredis/iovalkey' });
+  }
+  refuse(): Promise<never> {
+    return Promise.reject(this.error());
+  }
+  /** Stops listening (the connection is closed). */
+  off(): void {
+    if (this.onEnd) this.client?.off?.('end', this.onEnd);
+  }
+}
+
 async function closeOwned(client: IoRedis | IoCluster): Promise<void> {
   if (client.status === 'ready') await client.quit().catch(() => client.disconnect());
   else client.disconnect();
@@ -254,6 +285,7 @@ function standaloneConnection(client: IoRedis, onError: ErrorSink, ownsClient = 
   connecting?.catch(() => {});
   const connectError = ownsClient ? new NextEvent(client, 'error') : undefined;
   const send = (args: readonly string[]): Promise<unknown> => {
+    if (userClosed.fired) return userClosed.refuse();
     if (connecting !== undefined) {
       if (client.status === 'ready') connecting = undefined;
       else return Promise.race([connecting, connectError!.next()]).then(() => inFlight.track(commands, call(commands, args)));
@@ -269,7 +301,14 @@ function standaloneConnection(client: IoRedis, onError: ErrorSink, ownsClient = 
   const restore = restoreListener(listeners);
   let subscriber: Subscriber | undefined;
   let closed = false;
+  const userClosed = ownsClient
+    ? new UserClose()
+    : new UserClose(client, () => {
+        subscriber?.client.disconnect();
+        if (owned) void closeOwned(commands);
+      });
   const getSubscriber = (): Subscriber => {
+    if (userClosed.fired) throw userClosed.error();
     // None after close(): it would reconnect forever, with nobody to close it.
     if (closed) throw new Error('Connection is closed.');
     if (!subscriber) {
@@ -280,6 +319,7 @@ function standaloneConnection(client: IoRedis, onError: ErrorSink, ownsClient = 
   };
   return {
     topology: client.options?.sentinels ? 'sentinel' : 'standalone',
+    family: 'ioredis/iovalkey',
     clientKeyPrefix: ownsClient ? undefined : client.options?.keyPrefix || undefined,
     offline: () => commands.status !== 'ready',
     publishCommand: 'publish',
@@ -298,8 +338,10 @@ function standaloneConnection(client: IoRedis, onError: ErrorSink, ownsClient = 
       if (sub.client.status !== 'end') await sub.client.unsubscribe(channel).catch((error: unknown) => restore(channel, listener, error));
     },
     onReconnected: reconnected.add,
+    onClosed: userClosed.add,
     async close() {
       closed = true;
+      userClosed.off();
       commands.off?.('ready', onCommandReady);
       commands.off?.('close', inFlight.abandon);
       subscriber?.client.disconnect();
@@ -310,6 +352,15 @@ function standaloneConnection(client: IoRedis, onError: ErrorSink, ownsClient = 
 
 /** `host:port` of a node, as ioredis keys its slot table. */
 const nodeKey = (node: IoRedis): string => `${node.options.host ?? '127.0.0.1'}:${node.options.port ?? 6379}`;
+
+/** The primary serving `slot` (waiting for ioredis's slot table when it has none yet). */
+async function slotPrimary(commands: IoCluster, slot: number): Promise<IoRedis> {
+  if (commands.slots[slot] === undefined) await commands.call('PING');
+  const key = commands.slots[slot]?.[0];
+  const node = key === undefined ? undefined : commands.nodes('master').find((n) => nodeKey(n) === key);
+  if (!node) throw new Error(`CLUSTERDOWN no known primary serves slot ${slot} yet`);
+  return node;
+}
 
 function clusterConnection(cluster: IoCluster, onError: ErrorSink): Connection {
   const nodeOptions = cluster.options?.redisOptions as { autoResendUnfulfilledCommands?: boolean } | undefined;
@@ -325,17 +376,14 @@ function clusterConnection(cluster: IoCluster, onError: ErrorSink): Connection {
   /** Primary `host:port` → relock's sharded subscriber on it; channel → the primary it is subscribed on. */
   const subscribers = new Map<string, Subscriber>();
   const homes = new Map<string, string>();
-
-  /** The primary serving `slot` (waiting for ioredis's slot table when it has none yet). */
-  const primaryOf = async (slot: number): Promise<IoRedis> => {
-    if (commands.slots[slot] === undefined) await commands.call('PING');
-    const key = commands.slots[slot]?.[0];
-    const node = key === undefined ? undefined : commands.nodes('master').find((n) => nodeKey(n) === key);
-    if (!node) throw new Error(`CLUSTERDOWN no known primary serves slot ${slot} yet`);
-    return node;
-  };
+  const primaryOf = (slot: number): Promise<IoRedis> => slotPrimary(commands, slot);
   let closed = false;
+  const userClosed = new UserClose(cluster, () => {
+    for (const sub of subscribers.values()) sub.client.disconnect();
+    if (owned) void closeOwned(commands);
+  });
   const subscriberFor = (node: IoRedis): Subscriber => {
+    if (userClosed.fired) throw userClosed.error();
     // None after close(): it would reconnect forever, with nobody to close it.
     if (closed) throw new Error('Connection is closed.');
     const key = nodeKey(node);
@@ -381,11 +429,12 @@ function clusterConnection(cluster: IoCluster, onError: ErrorSink): Connection {
 
   return {
     topology: 'cluster',
+    family: 'ioredis/iovalkey',
     clientKeyPrefix: cluster.options?.keyPrefix || undefined,
     offline: () => false,
     publishCommand: 'spublish',
-    send: (_firstKey, args) => call(commands, args),
-    sendKeyless: async (slotKey, args) => call(await primaryOf(keySlot(slotKey)), args),
+    send: (_firstKey, args) => (userClosed.fired ? userClosed.refuse() : call(commands, args)),
+    sendKeyless: async (slotKey, args) => (userClosed.fired ? userClosed.refuse() : call(await primaryOf(keySlot(slotKey)), args)),
     async subscribe(channel, listener) {
       if (listeners.add(channel, listener)) await home(channel);
     },
@@ -397,8 +446,10 @@ function clusterConnection(cluster: IoCluster, onError: ErrorSink): Connection {
       if (sub) await leave(sub, channel).catch((error: unknown) => restore(channel, listener, error, () => homes.set(channel, home!)));
     },
     onReconnected: reconnected.add,
+    onClosed: userClosed.add,
     async close() {
       closed = true;
+      userClosed.off();
       commands.off?.('refresh', rehome);
       commands.off?.('+node', reconnected.notify);
       commands.off?.('-node', reconnected.notify);

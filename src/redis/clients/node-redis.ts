@@ -4,6 +4,7 @@ import {
   has,
   NextEvent,
   Notifier,
+  Once,
   requireMethods,
   type ClientAdapter,
   type Topology,
@@ -69,12 +70,14 @@ interface StandaloneClient extends EventSource, PubSubApi {
   readonly options?: { keyPrefix?: string };
 }
 interface ClusterClient extends EventSource, PubSubApi {
+  readonly isOpen?: boolean;
   sendCommand(firstKey: string | undefined, isReadonly: boolean | undefined, args: readonly string[], options?: object): Promise<unknown>;
   getSlotMaster(slot: number): unknown;
   nodeClient(node: unknown): Promise<{ sendCommand(args: readonly string[], options?: object): Promise<unknown> }> | { sendCommand(args: readonly string[], options?: object): Promise<unknown> };
   readonly _keyPrefix?: string;
 }
 interface SentinelClient extends EventSource, PubSubApi {
+  readonly isOpen?: boolean;
   sendCommand(isReadonly: boolean | undefined, args: readonly string[], options?: object): Promise<unknown>;
   readonly isReady?: boolean;
   getSentinelNode(): unknown;
@@ -130,6 +133,12 @@ function standaloneConnection(client: StandaloneClient, owned: boolean, onError:
   const { target: commands, options } = commandView(client, 'standalone');
   const onCommandReady = reconnected.afterFirst(client.isReady);
   client.on('ready', onCommandReady);
+  // The user's client closed by its owner ('end' once it is closed for good, not between reconnects).
+  const closed = new Once();
+  const onEnd = (): void => {
+    if (!owned && !client.isOpen) closed.fire();
+  };
+  client.on('end', onEnd);
 
   const getSubscriber = (): Promise<unknown> => {
     if (!subscriberReady) {
@@ -147,6 +156,7 @@ function standaloneConnection(client: StandaloneClient, owned: boolean, onError:
 
   return {
     topology: 'standalone',
+    family: 'node-redis',
     clientKeyPrefix: owned ? undefined : client.options?.keyPrefix,
     publishCommand: 'publish',
     send(_firstKey, args) {
@@ -168,8 +178,10 @@ function standaloneConnection(client: StandaloneClient, owned: boolean, onError:
       if (subscriber?.isOpen) await subscriber.unsubscribe(channel, listener);
     },
     onReconnected: reconnected.add,
+    onClosed: closed.add,
     async close() {
       client.off?.('ready', onCommandReady);
+      client.off?.('end', onEnd);
       const toClose = owned ? [subscriber, client] : [subscriber];
       await Promise.all(toClose.map((c) => (c ? closeClient(c) : Promise.resolve())));
     },
@@ -185,9 +197,15 @@ function standaloneConnection(client: StandaloneClient, owned: boolean, onError:
 function clusterConnection(cluster: ClusterClient): Connection {
   const reconnected = new Notifier();
   cluster.on('node-ready', reconnected.notify);
+  const closed = new Once();
+  const onDisconnect = (): void => {
+    if (cluster.isOpen === false) closed.fire();
+  };
+  cluster.on('disconnect', onDisconnect);
   const { target: commands, options } = commandView(cluster, 'cluster');
   return {
     topology: 'cluster',
+    family: 'node-redis',
     clientKeyPrefix: cluster._keyPrefix,
     publishCommand: 'spublish',
     send: (firstKey, args) => commands.sendCommand(firstKey, false, args, options),
@@ -196,7 +214,12 @@ function clusterConnection(cluster: ClusterClient): Connection {
     subscribe: async (channel, listener) => void (await cluster.sSubscribe!(channel, listener)),
     unsubscribe: async (channel, listener) => void (await cluster.sUnsubscribe!(channel, listener)),
     onReconnected: reconnected.add,
-    close: () => Promise.resolve(void cluster.off?.('node-ready', reconnected.notify)),
+    onClosed: closed.add,
+    close: () => {
+      cluster.off?.('node-ready', reconnected.notify);
+      cluster.off?.('disconnect', onDisconnect);
+      return Promise.resolve();
+    },
   };
 }
 
@@ -207,9 +230,15 @@ function clusterConnection(cluster: ClusterClient): Connection {
 function sentinelConnection(sentinel: SentinelClient): Connection {
   const reconnected = new Notifier();
   sentinel.on('topology-change', reconnected.notify);
+  const closed = new Once();
+  const onEnd = (): void => {
+    if (sentinel.isOpen === false) closed.fire();
+  };
+  sentinel.on('end', onEnd);
   const { target: commands, options } = commandView(sentinel, 'sentinel');
   return {
     topology: 'sentinel',
+    family: 'node-redis',
     clientKeyPrefix: sentinel._keyPrefix,
     publishCommand: 'publish',
     send: (_firstKey, args) => commands.sendCommand(false, args, options),
@@ -218,7 +247,12 @@ function sentinelConnection(sentinel: SentinelClient): Connection {
     subscribe: async (channel, listener) => void (await sentinel.subscribe(channel, listener)),
     unsubscribe: async (channel, listener) => void (await sentinel.unsubscribe(channel, listener)),
     onReconnected: reconnected.add,
-    close: () => Promise.resolve(void sentinel.off?.('topology-change', reconnected.notify)),
+    onClosed: closed.add,
+    close: () => {
+      sentinel.off?.('topology-change', reconnected.notify);
+      sentinel.off?.('end', onEnd);
+      return Promise.resolve();
+    },
   };
 }
 

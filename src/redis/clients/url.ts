@@ -46,6 +46,9 @@ export function urlConnection(url: string, onError: ErrorSink): Connection {
   inner.then((c) => (opened = c), () => {});
   return {
     topology: 'standalone',
+    get family() {
+      return opened?.family ?? 'node-redis';
+    },
     clientKeyPrefix: undefined,
     publishCommand: 'publish',
     send: (firstKey, args) => inner.then((c) => c.send(firstKey, args)),
@@ -53,6 +56,8 @@ export function urlConnection(url: string, onError: ErrorSink): Connection {
     subscribe: (channel, listener) => inner.then((c) => c.subscribe(channel, listener)),
     unsubscribe: (channel, listener) => inner.then((c) => c.unsubscribe(channel, listener)),
     onReconnected: (callback) => void inner.then((c) => c.onReconnected(callback), () => {}),
+    // relock's own client: only close() ends it.
+    onClosed: () => {},
     offline: () => opened?.offline() ?? false,
     close: () => inner.then((c) => c.close(), () => {}),
   };
