@@ -47,13 +47,13 @@ export const PROOFS: Proof[] = [
     checker: 'tokens',
     mutant: 'the fence counter counts down (INCR → DECR): every token is lower than the one before',
     scenario: 'holder-kill',
-    mutations: [{ file: FENCED_SCRIPTS, find: "granted: \"return {1, tostring(redis.call('incr', fence))}\"", replace: "granted: \"return {1, tostring(redis.call('decr', fence))}\"" }],
+    mutations: [{ file: FENCED_SCRIPTS, find: "granted: \"redis.call('incr', fence)\\nreturn {1, redis.call('get', fence)}\"", replace: "granted: \"redis.call('decr', fence)\\nreturn {1, redis.call('get', fence)}\"" }],
   },
   {
     checker: 'fencing',
     mutant: 'every fencing token is 0: the resource, which accepts a token at least as high as any seen, takes every holder\'s write',
     scenario: 'holder-block-1.5x',
-    mutations: [{ file: FENCED_SCRIPTS, find: "granted: \"return {1, tostring(redis.call('incr', fence))}\"", replace: "granted: \"return {1, '0'}\"" }],
+    mutations: [{ file: FENCED_SCRIPTS, find: "granted: \"redis.call('incr', fence)\\nreturn {1, redis.call('get', fence)}\"", replace: "granted: \"return {1, '0'}\"" }],
   },
   {
     checker: 'lost-updates',

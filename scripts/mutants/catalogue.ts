@@ -183,7 +183,7 @@ export const CATALOGUE: readonly CatalogueEntry[] = [
     id: 'fencing-increment',
     mechanism: 'every acquisition of a fenced lock increments the fencing token',
     file: 'src/fenced-lock/scripts.ts',
-    find: "granted: \"return {1, tostring(redis.call('incr', fence))}\",",
+    find: "granted: \"redis.call('incr', fence)\\nreturn {1, redis.call('get', fence)}\",",
     replace: "granted: \"return {1, tostring(redis.call('get', fence) or '0')}\",",
     tests: [CORE],
     pattern: '^fenced, fair and read-write locks core fenced lock tokens increase',

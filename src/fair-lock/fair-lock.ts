@@ -1,7 +1,9 @@
+import { outsideContexts } from '../context.js';
 import type { Core } from '../core.js';
 import { auxName } from '../keys.js';
 import { RLock } from '../lock/lock.js';
 import type { AcquireResult } from '../lock/scripts.js';
+import { DEADLINE_GRACE_MS } from '../redis/executor.js';
 import { monotonic } from '../time.js';
 import { FAIR_ACQUIRE, FAIR_FORCE_UNLOCK, FAIR_LEAVE, FAIR_UNLOCK } from './scripts.js';
 
@@ -56,6 +58,8 @@ export class RFairLock extends RLock {
   readonly timeoutKey: string;
   /** Owners waiting through this object (their attempts join the queue), with the number of their waits. */
   private readonly waiting = new Map<string, number>();
+  /** The acquire scripts of each owner sent and not yet answered (settled when answered or failed). */
+  private readonly flying = new Map<string, Set<Promise<unknown>>>();
   protected override readonly kind = 'fair-lock';
   protected override readonly metricKind = 'fair_lock';
 
@@ -71,9 +75,9 @@ export class RFairLock extends RLock {
     return `${this.channel}:${owner}`;
   }
 
-  protected override async runAcquire(owner: string, lease: string, guard: string, held: string): Promise<AcquireResult> {
+  protected override runAcquire(owner: string, lease: string, guard: string, held: string): Promise<AcquireResult> {
     const { connection, fairLockWaitTimeout } = this.core;
-    return FAIR_ACQUIRE.run(connection, {
+    const sent = FAIR_ACQUIRE.run(connection, {
       lock: this.key,
       queue: this.queueKey,
       timeouts: this.timeoutKey,
@@ -87,6 +91,23 @@ export class RFairLock extends RLock {
       publishCommand: connection.publishCommand,
       maxRetryMs: String(Math.max(1, Math.floor(fairLockWaitTimeout / 3))),
     });
+    // Kept until Redis answers it: an abort gives the attempt up before that, and the leave must not run
+    // before it (see `leave`).
+    let flying = this.flying.get(owner);
+    if (!flying) this.flying.set(owner, (flying = new Set()));
+    const attempt: Promise<unknown> = sent.then(
+      () => this.landed(owner, attempt),
+      () => this.landed(owner, attempt),
+    );
+    flying.add(attempt);
+    return sent;
+  }
+
+  /** Forgets `attempt` of `owner`, answered (or failed). */
+  private landed(owner: string, attempt: Promise<unknown>): void {
+    const flying = this.flying.get(owner);
+    flying?.delete(attempt);
+    if (flying?.size === 0) this.flying.delete(owner);
   }
 
   /** A waiter listens on its own channel: an unlock wakes only the head of the queue. */
@@ -136,8 +157,30 @@ export class RFairLock extends RLock {
     return { lock: this.key, queue: this.queueKey, timeouts: this.timeoutKey };
   }
 
-  /** Removes `owner` from the queue (Redisson's `acquireFailed`); failures are logged, never thrown. */
-  private async leave(owner: string): Promise<void> {
+  /**
+   * Removes `owner` from the queue (Redisson's `acquireFailed`) once each of its attempts still in flight
+   * was answered: an aborted call gives its attempt up before Redis answers it, and that attempt (which
+   * adds the owner to the queue) could otherwise run after the leave and queue the owner again for
+   * `fairLockWaitTimeout` (issue 28: seen under load on a Cluster, the attempt's EVALSHA reaching Redis
+   * 20 ms after the leave's although sent before it). The returned promise settles within `LEAVE_WAIT_MS`
+   * of the attempts' answers or the leave's, whichever is first; the leave goes on in the background
+   * after that. Failures are logged, never thrown.
+   */
+  private leave(owner: string): Promise<void> {
+    const flying = this.flying.get(owner);
+    if (!flying) return this.sendLeave(owner);
+    const left = Promise.allSettled([...flying]).then(() => this.sendLeave(owner));
+    return new Promise<void>((resolve) => {
+      const timer = outsideContexts(() => setTimeout(resolve, LEAVE_WAIT_MS + DEADLINE_GRACE_MS));
+      void left.then(() => {
+        clearTimeout(timer);
+        resolve();
+      });
+    });
+  }
+
+  /** The leave script itself; see `leave`. */
+  private async sendLeave(owner: string): Promise<void> {
     const { connection, executor, log } = this.core;
     try {
       await executor.run('fairLock.leave', () => FAIR_LEAVE.run(connection, { ...this.queueKeys(), owner, channel: this.channel, publishCommand: connection.publishCommand }), {

@@ -71,6 +71,8 @@ export class Channel {
   ready!: Promise<boolean>;
   /** True once the subscription is confirmed: messages will wake the waiters. */
   live = false;
+  /** A waiter stopped waiting for the subscription before it was confirmed (it polls): woken once when it is. */
+  joinedBeforeLive = false;
   readonly listener = (message: string): void => this.wake(this.rule(message));
 
   constructor(readonly name: string, private readonly rule: WakeRule) {}

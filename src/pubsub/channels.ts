@@ -104,7 +104,13 @@ export class Channels {
       channel.ready = previous
         .then(() => this.connection.subscribe(name, created.listener))
         .then(
-          () => (created.live = true),
+          () => {
+            created.live = true;
+            // A waiter stopped waiting for the subscription and polled meanwhile: a release published
+            // before it was live reached nobody, so the waiters retry once now (as after a reconnect).
+            if (created.joinedBeforeLive) created.wakeAfterReconnect();
+            return true;
+          },
           (error: unknown) => {
             this.log.warn({ channel: name, err: error }, 'subscribe failed; waiting by polling');
             return false;
@@ -119,7 +125,10 @@ export class Channels {
     channel.refs++;
     if (channel.live) return channel;
     const joined = channel;
-    return withTimeout(channel.ready, timeoutMs).then(() => joined);
+    return withTimeout(channel.ready, timeoutMs).then(() => {
+      if (!joined.live) joined.joinedBeforeLive = true;
+      return joined;
+    });
   }
 
   /**

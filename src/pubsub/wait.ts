@@ -126,7 +126,11 @@ export async function waitMore<T>(options: WaitOptions<T>, deadline: number | un
   signal?.throwIfAborted();
 
   const remaining = (): number => (deadline === undefined ? Infinity : deadline - monotonic());
-  const channel = await channels.join(options.channel, options.rule, Math.min(options.subscriptionTimeoutMs, remaining()));
+  // The subscription is waited for no longer than the first answer's retry time: a SUBSCRIBE slower than
+  // the holder's remaining lease (a new Cluster subscriber connection on a loaded machine took 480 ms)
+  // must not hold back the attempt at the lease end; the waiter then polls until the channel is live.
+  const retryAfter = first.retryAfterMs >= 0 ? first.retryAfterMs : Infinity;
+  const channel = await channels.join(options.channel, options.rule, Math.min(options.subscriptionTimeoutMs, remaining(), retryAfter));
   const place = channel.place(options.need);
   let woken = false;
   let poll = 5;

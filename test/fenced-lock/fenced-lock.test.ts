@@ -2,7 +2,7 @@ import Database from 'better-sqlite3';
 import { describe, expect, it } from '@jest/globals';
 import { IllegalMonitorStateError, runInContext } from '../../src/index.js';
 import { useRedis } from '../support/harness.js';
-import { lockClient, sleep, uniqueName, waitUntil, Worker } from '../support/helpers.js';
+import { contextRunner, lockClient, sleep, uniqueName, waitUntil, Worker } from '../support/helpers.js';
 
 const env = useRedis();
 
@@ -71,6 +71,26 @@ describe('FencedLock', () => {
     await fast.unlock();
     db.close();
   });
+
+  // Issue 28: the INCR reply is a Lua double inside the script; `tostring` printed it as `1e+14` from 10^14
+  // (BigInt threw) and it is rounded past 2^53 (and wraps to -2^63 at 2^63-1 as an integer reply). The last
+  // case ends on 2^63-1 exactly.
+  for (const scripting of ['eval', 'functions'] as const) {
+    it.each([10n ** 14n - 1n, 10n ** 15n - 1n, 2n ** 53n - 1n, 2n ** 53n, 2n ** 53n + 1n, 2n ** 63n - 4n])(`hands out the exact token after a counter at %s (${scripting})`, async (start) => {
+      const lock = lockClient(env.redis, { scripting }).getFencedLock(uniqueName());
+      await env.redis.set(lock.fenceKey, String(start));
+      const run = contextRunner();
+      expect(await run(() => lock.tryLockAndGetToken(0, 5, 'seconds'))).toBe(start + 1n);
+      expect(await run(() => lock.lockAndGetToken(5, 'seconds'))).toBe(start + 2n);
+      expect(await lock.getToken()).toBe(start + 2n);
+      await run(() => lock.unlock());
+      await run(() => lock.unlock());
+      const handle = await lock.acquire({ leaseMs: 5000 });
+      expect(handle.token).toBe(start + 3n);
+      await handle.release();
+      expect(await env.redis.get(lock.fenceKey)).toBe(String(start + 3n));
+    });
+  }
 
   it('tokens strictly increase over 1000 contended acquisitions across 4 processes, including expiry takeovers (known failure 25)', async () => {
     const name = uniqueName();
