@@ -38,6 +38,11 @@ export interface TaskHold {
   done: boolean;
   /** The call's promise, settled when it is over (for an `unlock()` that waits for it); set by the lock. */
   call?: Promise<unknown>;
+  /**
+   * A re-acquire refused with `ReentryNeedsContextError` (see `noteRefusal`): opaque to `unlock()` (which then
+   * releases nothing), transparent to the next acquisition's re-acquire check (which keeps refusing).
+   */
+  refusal?: true;
 }
 
 /** The notes a task keeps (the newest first); older ones beyond it are dropped. */
@@ -87,8 +92,27 @@ export function noteTaskHold(lock: object, owner: LockContext): TaskHold {
   return note;
 }
 
-/** The calling task's newest note of `lock`, if it can see one. */
+/** The calling task's newest note of `lock`, if it can see one (a refusal too: see `noteRefusal`). */
 export function newestNote(lock: object): TaskHold | undefined {
   for (const note of notes.getStore() ?? []) if (note.lock === lock) return note;
   return undefined;
+}
+
+/** The calling task's newest note of `lock` that is an acquisition (not a refusal), for the re-acquire check. */
+export function newestAcquisition(lock: object): TaskHold | undefined {
+  for (const note of notes.getStore() ?? []) if (note.lock === lock && !note.refusal) return note;
+  return undefined;
+}
+
+/**
+ * Notes, in the calling task, a contextless re-acquire of `lock` refused with `ReentryNeedsContextError`,
+ * as an acquisition by `owner` (a new context that holds nothing) that is over. The hold the refusal saw
+ * may be a sibling's (a task started in the synchronous run that made it sees its note), so the task's
+ * next `unlock()` finds this note and releases nothing (`IllegalMonitorStateError`) instead of releasing
+ * that hold; its next acquisition still sees the hold and is refused again.
+ */
+export function noteRefusal(lock: object, owner: LockContext): void {
+  const note = noteTaskHold(lock, owner);
+  note.done = true;
+  note.refusal = true;
 }

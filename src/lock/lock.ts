@@ -1,5 +1,5 @@
 import { pause } from '../backoff.js';
-import { newestNote, noteTaskHold, type TaskHold } from '../task-holds.js';
+import { newestAcquisition, newestNote, noteRefusal, noteTaskHold, type TaskHold } from '../task-holds.js';
 import { allLanded, anyRenewed, detachedContext, landed, owningContext, recordAcquired, recordReleased, releasedRenewed, takeOff, type Hold, type LockContext, type Unsettled } from '../context.js';
 import type { Core } from '../core.js';
 import { ClientClosedError, IllegalMonitorStateError, InvalidArgumentError, LockAcquireTimeoutError, LockLostError, OwnerUnknownError, RedisUnavailableError, ReentryNeedsContextError } from '../errors.js';
@@ -578,8 +578,13 @@ export class RLock {
       // Outside a context, a task whose newest note of the object holds it would wait for itself: refused,
       // nothing sent. A note still in flight is no refusal: siblings started in one synchronous run, and the
       // jobs a dispatcher starts, see such notes of tasks started before them (see task-holds.ts).
-      const earlier = newestNote(this);
-      if (earlier?.done && this.stillHolds(earlier.owner)) return Promise.reject(new ReentryNeedsContextError(this.name));
+      const earlier = newestAcquisition(this);
+      if (earlier?.done && this.stillHolds(earlier.owner)) {
+        // The refusal is noted too: the hold it saw may be a sibling's, so this task's unlock() must not
+        // release it (it throws IllegalMonitorStateError: relock cannot show the caller owns it).
+        noteRefusal(this, detachedContext());
+        return Promise.reject(new ReentryNeedsContextError(this.name));
+      }
       ctx = detachedContext();
     }
     // A contextless lock()/tryLock() notes its owner in the caller's task, for that task's unlock() (see

@@ -5,7 +5,7 @@ import { IllegalMonitorStateError, LockAcquireTimeoutError, OwnerUnknownError, R
 import type { LockHandle } from '../lock/handle.js';
 import { memberSteps as steps, requireLockUnit, tryLockTimes, type AcquireOptions, type RLock } from '../lock/lock.js';
 import { checkOptions, leaseMillis, optionLease, optionWait, TIME_OPTION_KEYS, type TimeUnit } from '../time.js';
-import { newestNote, noteTaskHold } from '../task-holds.js';
+import { newestAcquisition, newestNote, noteRefusal, noteTaskHold } from '../task-holds.js';
 import { checkMembers, contextsOf, groupHandle, groupName, type Holding } from './members.js';
 
 declare module '../observe/kinds.js' {
@@ -197,8 +197,12 @@ export abstract class GroupLock {
   /** Outside a context, throws `ReentryNeedsContextError` when the caller's own earlier acquisition of this object holds it (see `RLock.acquireForCaller`). */
   private refuseReentry(ctxs: readonly LockContext[]): void {
     if (!ctxs[0].detached) return;
-    const earlier = newestNote(this);
-    if (earlier?.done && this.holder?.ctxs[0] === earlier.owner) throw new ReentryNeedsContextError(this.name);
+    const earlier = newestAcquisition(this);
+    if (earlier?.done && this.holder?.ctxs[0] === earlier.owner) {
+      // Noted, so that this task's unlock() never releases a sibling's hold (see RLock.acquireForCaller).
+      noteRefusal(this, ctxs[0]);
+      throw new ReentryNeedsContextError(this.name);
+    }
   }
 
   /**
