@@ -17,7 +17,8 @@ async function contend(locks: LockClient): Promise<void> {
   const lock = locks.getLock(`exit:${process.pid}`);
   const held = await lock.acquire();
   const waiting = lock.acquire({ waitMs: 10_000 });
-  await new Promise((resolve) => setTimeout(resolve, 100));
+  // Released once the waiter has joined the lock's channel (relock then opens its pub/sub connection).
+  while (locks.stats().subscriptions === 0) await new Promise((resolve) => setTimeout(resolve, 5));
   await held.release();
   const next = await waiting;
   await next.release();
