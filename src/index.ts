@@ -59,6 +59,7 @@ export type { AcquireMessage, LostMessage, ReleaseMessage } from './observe/chan
 export type { AcquireOutcome, MetricKind, MetricKinds, WokenBy } from './observe/kinds.js';
 export type { MeterProviderLike, OtelOptions, TracerProviderLike } from './observe/options.js';
 export type { ObjectKind, ObjectKinds } from './kinds.js';
+export type { ClosedClient } from './errors.js';
 export { MAX_NAME_LENGTH } from './keys.js';
 export type { LockEvent } from './lock/events.js';
 export { LockHandle } from './lock/handle.js';

@@ -48,7 +48,17 @@ export interface RunExclusiveOptions {
 }
 
 /** What `runExclusive` did: ran the job (with its result), or not (another instance held the lock). */
-export type ExclusiveRun<T> = { readonly ran: true; readonly value: T } | { readonly ran: false };
+export type ExclusiveRun<T> =
+  | {
+      /** The job ran (this instance held the lock for it). */
+      readonly ran: true;
+      /** What the job returned (awaited). */
+      readonly value: T;
+    }
+  | {
+      /** The job did not run: another instance held the lock. */
+      readonly ran: false;
+    };
 
 /**
  * The lock of a scheduled job (`LockClient.runExclusive`): an `RLock` hash of kind `job-lock`, taken
