@@ -64,6 +64,10 @@ for await (const line of createInterface({ input: process.stdin })) {
         await lock.unlock().catch((error: unknown) => {
           if (!(error instanceof IllegalMonitorStateError)) throw error;
         });
+      } else {
+        // Abandoned: this task's next acquisition waits for the lease to end (while it holds, relock
+        // refuses a contextless re-acquire with ReentryNeedsContextError).
+        await new Promise((resolve) => setTimeout(resolve, command.leaseMs as number));
       }
     }
     say({ type: 'tokens', tokens });
