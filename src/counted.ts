@@ -1,6 +1,6 @@
 import type { Core } from './core.js';
 import { auxName, mainKey } from './keys.js';
-import type { ObjectKind } from './kinds.js';
+import { checkedRead, type ObjectKind } from './kinds.js';
 import { ObjectKeys } from './object-keys.js';
 import { runObjectScript, type ObjectRunOptions, type ObjectScript } from './redis/object-script.js';
 import type { TimeUnit } from './time.js';
@@ -78,9 +78,9 @@ export abstract class CountedObject {
     return Number(reply ?? 0);
   }
 
-  /** One read of the count: `GET` (a semaphore's string); the latch overrides it. */
+  /** One read of the count: `GET` (a semaphore's string), kind-checked (`checkedRead`); the latch overrides it. */
   protected sendCountRead(): Promise<unknown> {
-    return this.core.connection.send(this.key, ['GET', this.key]);
+    return checkedRead(this.core.connection, { key: this.key, kind: this.kind }, ['GET', this.key]);
   }
 
   /** Runs one of the object's scripts with `values` (its key among them) on the object's channel. */

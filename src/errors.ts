@@ -1,5 +1,8 @@
 import type { ObjectKind } from './object-kind.js';
 
+/** The brand of relock's error classes, the same in every build (`Symbol.for`). */
+const RELOCK_ERROR = Symbol.for('relock.error-class');
+
 /**
  * The base class of relock's typed errors. Every error relock throws is a `RelockError` with a stable
  * `code` (an abort through an `AbortSignal` you passed rejects with that signal's reason instead); errors
@@ -7,10 +10,28 @@ import type { ObjectKind } from './object-kind.js';
  */
 export class RelockError extends Error {
   /**
+   * `error instanceof SomeRelockError` holds for that class's errors from either build of relock (ES
+   * module and CommonJS, which a process may load both of; see src/shared-state.ts): an object whose
+   * prototype chain has a relock error class of the same name, besides the usual check.
+   */
+  static override [Symbol.hasInstance](value: unknown): boolean {
+    if (Function.prototype[Symbol.hasInstance].call(this, value)) return true;
+    if (typeof value !== 'object' || value === null) return false;
+    for (let proto: unknown = Object.getPrototypeOf(value); proto !== null; proto = Object.getPrototypeOf(proto)) {
+      const made = (proto as { constructor?: { name?: unknown; [RELOCK_ERROR]?: unknown } }).constructor;
+      if (made?.[RELOCK_ERROR] === true && made.name === this.name) return true;
+    }
+    return false;
+  }
+
+  /** Marks relock's error classes (inherited by every subclass), for `Symbol.hasInstance`. */
+  static readonly [RELOCK_ERROR] = true;
+
+  /**
    * A stable identifier, for logs and `switch` statements: `'ILLEGAL_MONITOR_STATE'`, `'LOCK_LOST'`,
    * `'LOCK_ACQUIRE_TIMEOUT'`, `'INVALID_ARGUMENT'`, `'WRONG_TYPE'`, `'CLIENT_CLOSED'`, `'REDIS_UNAVAILABLE'`,
    * `'REDIS_COMMAND'`, `'NO_PERMISSION'`, `'CROSS_SLOT'`, `'NO_SYNCED_REPLICAS'`, `'PERMIT_ACQUIRE_TIMEOUT'`, `'PERMIT_NOT_HELD'`,
-   * `'LOCK_UPGRADE'`, `'LEADERSHIP_ENDED'`.
+   * `'LOCK_UPGRADE'`, `'OWNER_UNKNOWN'`, `'REENTRY_NEEDS_CONTEXT'`, `'LEADERSHIP_ENDED'`, `'STALE_TOKEN'`, `'FENCE_TABLE_MISSING'`.
    */
   readonly code: string;
   constructor(code: string, message: string, options?: { cause?: unknown }) {
@@ -117,12 +138,11 @@ export class WrongTypeError extends RelockError {
   ) {
     const found = options?.foundKind;
     const asked = options?.askedKind;
-    const what = asked === undefined ? `the ${expectedType} relock expects` : `what a ${asked} keeps there (a Redis ${expectedType})`;
     super(
       'WRONG_TYPE',
       found !== undefined
-        ? `key "${key}" belongs to a ${found}, so a ${asked ?? 'relock object of another kind'} cannot use it: a name serves one kind of relock object at a time; nothing was written`
-        : `key "${key}" holds a Redis ${actualType} that is not ${what}: the name is used by other data; nothing was written`,
+        ? `key "${key}" belongs to ${article(found)}, so ${asked === undefined ? 'a relock object of another kind' : article(asked)} cannot use it: a name serves one kind of relock object at a time; nothing was written`
+        : `key "${key}" holds ${foundData(actualType, expectedType)}, where ${asked === undefined ? 'relock' : article(asked)} keeps ${expectedData(asked, expectedType)}: the name is used by data relock did not write; nothing was written`,
       options,
     );
     this.foundKind = found;
@@ -130,6 +150,25 @@ export class WrongTypeError extends RelockError {
   }
 }
 
+/** `kind` with its indefinite article: "a lock", "an expirable-semaphore". */
+function article(kind: string): string {
+  return `${/^[aeiou]/i.test(kind) ? 'an' : 'a'} ${kind}`;
+}
+
+/** What a `WrongTypeError` found at a key that holds no relock object, for its message. */
+function foundData(actualType: string, expectedType: string): string {
+  if (actualType === 'hash' && expectedType === 'hash') return "a Redis hash without relock's kind field";
+  if (actualType === 'string' && expectedType === 'string') return 'a Redis string that is not an integer';
+  return actualType === 'none' || actualType === 'unknown' ? `data of an unknown type (${actualType})` : `a Redis ${actualType}`;
+}
+
+/** What an object of kind `asked` keeps at its key, for the message of a `WrongTypeError`. */
+function expectedData(asked: ObjectKind | undefined, expectedType: string): string {
+  if (asked === 'read-write-lock') return "a Redis hash with a 'mode' field";
+  if (asked === 'semaphore') return 'its free permit count, an integer in a Redis string';
+  if (asked === 'expirable-semaphore') return 'its permits in a Redis sorted set';
+  return asked !== undefined && expectedType === 'hash' ? `a Redis hash with the field kind=${asked}` : `a Redis ${expectedType}`;
+}
 /** A Redis client family as `ClientClosedError` names it. */
 export type ClosedClient = 'node-redis' | 'ioredis/iovalkey' | 'Valkey GLIDE';
 
@@ -187,7 +226,8 @@ export class RedisCommandError extends RelockError {
 
 /**
  * Redis refused a command because of the ACL of the user relock connects as (a `NOPERM` reply, or a
- * script's "The user executing the script can't …" error). `command` names the refused Redis command and
+ * script's refusal: "The user executing the script can't …" on Redis 7.0, "ACL failure in script: …" on
+ * Redis 7.2+ and Valkey; see src/redis/replies.ts). `command` names the refused Redis command and
  * `permission` the class of ACL rule that is missing: `'command'` (add `+<command>`), `'key'` (a key
  * pattern `~<keyPrefix>*` covering relock's keys), `'channel'` (a channel pattern `&<keyPrefix>*`).
  * docs/security.md gives the whole rule per `scripting` mode. Not retried. A script refused in the middle
@@ -315,19 +355,40 @@ export class LockUpgradeError extends RelockError {
 }
 
 /**
- * A leadership ended (`Leadership.signal`'s reason): `'resigned'`, by `resign()` (or `await using`, or the
- * end of `run()`'s function or caller's signal); `'lost'`, the election's lock was lost (its `cause` is the
- * `LockLostError`: expired, renewals failed or late, or the client shut down). Not thrown by a method.
+ * `unlock()` outside any lock context, from a task that can show no acquisition of the object: relock knows
+ * a contextless acquisition's task only through the caller's async context, and this caller's holds none
+ * (the lock was taken in another callback, another request, another tick of a timer). Nothing is released:
+ * relock never guesses which hold a caller means. Release the handle from `acquire()` instead, or hold the
+ * lock inside `withLock()` / `runInContext()`. An `IllegalMonitorStateError` (code `'OWNER_UNKNOWN'`).
  */
-export class LeadershipEndedError extends RelockError {
+export class OwnerUnknownError extends IllegalMonitorStateError {
+  override readonly code: string = 'OWNER_UNKNOWN';
+  constructor(lockName: string, owner: string) {
+    super(lockName, owner);
+    this.message =
+      `cannot unlock "${lockName}": unlock() outside a lock context releases only an acquisition made by the calling task, ` +
+      `and this task made none of "${lockName}" (taken in another callback?): release the handle from acquire(), or use withLock()/runInContext()`;
+  }
+}
+
+/**
+ * A contextless acquisition (`lock()`, `tryLock()`, `acquire()` outside any lock context) by a task whose
+ * own earlier `lock()`/`tryLock()` of the same object still holds it. Outside a context every
+ * acquisition is an owner of its own, so this one would wait for the caller's own hold (a deadlock), and a
+ * task that acquires in a loop and releases in the jobs it starts cannot be told from one that reenters.
+ * Refused at once, nothing sent to Redis: relock reenters only inside a context (`withLock()`,
+ * `runInContext()`); or pass the handle from `acquire()` to the code that releases it. Code `'REENTRY_NEEDS_CONTEXT'`.
+ */
+export class ReentryNeedsContextError extends RelockError {
   constructor(
-    /** The election's name, as given to `getLeaderElection()`. */
-    readonly election: string,
-    /** Why it ended: `'resigned'` or `'lost'`. */
-    readonly reason: 'resigned' | 'lost',
-    options?: { cause?: unknown },
+    /** The name of the lock (for a multi-lock or RRedLock, its members' names as `[a, b]`). */
+    readonly lockName: string,
   ) {
-    super('LEADERSHIP_ENDED', `leadership of "${election}" ended (${reason})`, options);
+    super(
+      'REENTRY_NEEDS_CONTEXT',
+      `cannot acquire "${lockName}" again: this task already holds it outside a lock context, and relock reenters only inside a context: ` +
+        'use withLock()/runInContext(), or use the handle from acquire() (pass it to the code that releases it)',
+    );
   }
 }
 
@@ -363,5 +424,22 @@ export class FenceTableMissingError extends RelockError {
     options?: { cause?: unknown },
   ) {
     super('FENCE_TABLE_MISSING', `fence table ${table} does not exist: create it with migrate(pool) from relock/fencing or the SQL of docs/fencing.md; nothing was written`, options);
+  }
+}
+
+/**
+ * A leadership ended (`Leadership.signal`'s reason): `'resigned'`, by `resign()` (or `await using`, or the
+ * end of `run()`'s function or caller's signal); `'lost'`, the election's lock was lost (its `cause` is the
+ * `LockLostError`: expired, renewals failed or late, or the client shut down). Not thrown by a method.
+ */
+export class LeadershipEndedError extends RelockError {
+  constructor(
+    /** The election's name, as given to `getLeaderElection()`. */
+    readonly election: string,
+    /** Why it ended: `'resigned'` or `'lost'`. */
+    readonly reason: 'resigned' | 'lost',
+    options?: { cause?: unknown },
+  ) {
+    super('LEADERSHIP_ENDED', `leadership of "${election}" ended (${reason})`, options);
   }
 }

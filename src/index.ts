@@ -50,6 +50,7 @@ export {
   RelockError,
   WrongTypeError,
 } from './errors.js';
+export { OwnerUnknownError, ReentryNeedsContextError } from './errors.js';
 export { RFencedLock } from './fenced-lock/fenced-lock.js';
 export { RFencedResource, type FencedResourceState } from './fenced-resource/fenced-resource.js';
 export type { FencingToken } from './fencing/input.js';
@@ -59,10 +60,11 @@ export type { AcquireOutcome, MetricKind, MetricKinds, WokenBy } from './observe
 export type { MeterProviderLike, OtelOptions, TracerProviderLike } from './observe/options.js';
 export type { ObjectKind, ObjectKinds } from './kinds.js';
 export type { ClosedClient } from './errors.js';
+export { MAX_NAME_LENGTH } from './keys.js';
 export type { LockEvent } from './lock/events.js';
 export { LockHandle } from './lock/handle.js';
 export { RLock, type AcquireOptions } from './lock/lock.js';
-export type { GroupLock } from './multi-lock/group-lock.js';
+export type { GroupAcquireOptions, GroupLock } from './multi-lock/group-lock.js';
 export { RMultiLock } from './multi-lock/multi-lock.js';
 export { RRedLock } from './red-lock/red-lock.js';
 export { RSpinLock, type SpinLockOptions } from './spin-lock/spin-lock.js';

@@ -26,10 +26,34 @@ export function tagged(key: string): string {
   throw new CrossSlotError(`"${key}" contains "{" or "}" that do not form a hash tag, so relock cannot give its other keys and channels the same slot; use a tag with at least one character between the braces, or no braces at all`);
 }
 
-/** Validates an object name (non-empty string) and returns `keyPrefix + name`. */
+/**
+ * The longest object name, in characters (UTF-16 code units, JavaScript's `length`): 1,024. Redis takes
+ * keys of up to 512 MB, but relock repeats the name in every key and channel of the object (latches,
+ * queues, `relock:channel:{name}:…`), in each pub/sub subscription, log line, span attribute and row of the
+ * `relock` CLI, so a name is an identifier, not data: 1,024 leaves room for any path, URL or composite id
+ * (`tenant:{42}:orders:<uuid>`) while keeping each of those copies small. Longer names throw `InvalidArgumentError`.
+ */
+export const MAX_NAME_LENGTH = 1024;
+
+/** Control characters: C0 (NUL, CR, LF, TAB, ESC, …), DEL, C1, and the Unicode line and paragraph separators. */
+// eslint-disable-next-line no-control-regex -- matching control characters is the point
+const CONTROL = /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/u;
+
+/**
+ * Validates an object name and returns `keyPrefix + name`: a non-empty string of at most
+ * `MAX_NAME_LENGTH` characters with no control character (`\0`, `\r`, `\n`, tab, escape, DEL, C1
+ * controls, U+2028/U+2029: they would break log lines, the CLI's tables and terminals, and are surely
+ * not meant as part of a name), whose braces form a hash tag (see `tagged`). Throws
+ * `InvalidArgumentError` (argument `name`) naming the problem, `CrossSlotError` for the braces.
+ */
 export function mainKey(keyPrefix: string, name: unknown): string {
   if (typeof name !== 'string' || name.length === 0) {
     throw new InvalidArgumentError('name', `must be a non-empty string; got ${name === '' ? 'an empty string' : typeof name}`);
+  }
+  if (name.length > MAX_NAME_LENGTH) throw new InvalidArgumentError('name', `must be at most ${MAX_NAME_LENGTH} characters; got ${name.length} (starting ${JSON.stringify(name.slice(0, 32))})`);
+  const control = CONTROL.exec(name);
+  if (control) {
+    throw new InvalidArgumentError('name', `must not contain control characters; found ${JSON.stringify(control[0])} (U+${control[0].codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0')}) at index ${control.index} of ${JSON.stringify(name.slice(0, 64))}`);
   }
   const key = keyPrefix + name;
   tagged(key);

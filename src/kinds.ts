@@ -28,30 +28,83 @@ end
 `;
 
 /**
+ * Lua: `kindOf(key)`, what `key` holds: its Redis type (`TYPE`) and the relock kind its content shows
+ * ('' when none: data relock did not write). A hash by its `kind` field (or `mode`: a read-write lock), a
+ * string when it is an integer of at most 20 characters (a semaphore's permit count), any sorted set (an
+ * expirable semaphore's permits). Reads only.
+ */
+const KIND_OF = `local function kindOf(key)
+  local t = redis.call('type', key)['ok']
+  if t == 'hash' then
+    local marks = redis.call('hmget', key, 'kind', 'mode')
+    return t, marks[1] or (marks[2] and 'read-write-lock') or ''
+  end
+  if t == 'string' then
+    local ok = redis.call('strlen', key) <= 20 and string.match(redis.call('get', key), '^%-?%d+$')
+    return t, ok and 'semaphore' or ''
+  end
+  if t == 'zset' then return t, 'expirable-semaphore' end
+  return t, ''
+end
+`;
+
+/**
+ * Lua: `otherKind(key, kind)`, nil when `key` is free or holds an object of `kind` (see `kindOf`), else the
+ * error reply `WRONGTYPE relock:<the kind found, or the Redis type of data relock did not write>` (return
+ * it), which `wrongTypeError` reads.
+ */
+export const OTHER_KIND = `${KIND_OF}local function otherKind(key, kind)
+  local t, found = kindOf(key)
+  if t ~= 'none' and found ~= kind then return redis.error_reply('WRONGTYPE relock:' .. (found ~= '' and found or t)) end
+end
+`;
+
+/**
  * Reads what a key holds, for the error of a command Redis itself refused with WRONGTYPE: `{TYPE, kind}`
- * where kind is the relock kind its content shows ('' when none: foreign data). Reads only.
+ * (see `kindOf`). Reads only.
  */
 const READ_KIND = defineScript({
   name: 'kind.read',
   keys: ['key'],
   args: [],
   readOnly: true,
-  lua: `local t = redis.call('type', key)['ok']
-if t == 'hash' then
-  local marks = redis.call('hmget', key, 'kind', 'mode')
-  return {t, marks[1] or (marks[2] and 'read-write-lock') or ''}
-end
-if t == 'string' then
-  local ok = redis.call('strlen', key) <= 20 and string.match(redis.call('get', key), '^%-?%d+$')
-  return {t, ok and 'semaphore' or ''}
-end
-if t == 'zset' then return {t, 'expirable-semaphore'} end
-return {t, ''}`,
+  lua: `${KIND_OF}local t, kind = kindOf(key)
+return {t, kind}`,
   parse: (reply): [type: string, kind: string] => {
     const [type, kind] = reply as [unknown, unknown];
     return [String(type), String(kind)];
   },
 });
+
+/**
+ * Runs the read-only `command` (its words from ARGV) after checking that `key` is free or holds an object
+ * of `kind` (see `kindOf`); else a `WRONGTYPE relock:<kind found, or the Redis type of foreign data>`
+ * error reply, read by `wrongTypeError`. The reads of relock objects (`isLocked`, `availablePermits`,
+ * `isExists`, …) go through it, so that a read on another kind's key, or on other data, throws
+ * `WrongTypeError` instead of answering about data that is not the object's (an `EXISTS` would call a
+ * semaphore's key a held lock). A `no-writes` script (`FCALL_RO` in functions mode).
+ */
+const CHECKED_READ = defineScript({
+  name: 'kind.checkedRead',
+  keys: ['key'],
+  args: ['kind'],
+  rest: 'command',
+  readOnly: true,
+  lua: `${OTHER_KIND}local refused = otherKind(key, kind)
+if refused then return refused end
+return redis.call(unpack(ARGV, commandFrom))`,
+  parse: (reply) => reply,
+});
+
+/**
+ * Sends `command`, a read of `expects.key` (`['EXISTS', key]`, `['GET', key]`, …), in one script that
+ * first checks that the key is free or holds an object of `expects.kind` (see `CHECKED_READ`); resolves
+ * to the command's raw reply. A key of another kind or other data rejects with a WRONGTYPE error reply,
+ * which `Executor.run` (given the same `expects`) turns into a `WrongTypeError`.
+ */
+export function checkedRead(connection: Connection, expects: { readonly key: string; readonly kind: ObjectKind }, command: readonly string[]): Promise<unknown> {
+  return CHECKED_READ.run(connection, { key: expects.key, kind: expects.kind, command });
+}
 
 const FOUND_BY_SCRIPT = /^WRONGTYPE relock:([\w-]+)/;
 
@@ -65,7 +118,11 @@ const asKind = (kinds: readonly KindEntry[], value: string): ObjectKind | undefi
 export async function wrongTypeError(connection: Connection, kinds: readonly KindEntry[], error: unknown, key: string, asked: ObjectKind): Promise<WrongTypeError> {
   const expected = redisTypeOf(kinds, asked);
   const named = FOUND_BY_SCRIPT.exec((error as Error | undefined)?.message ?? '');
-  if (named) return new WrongTypeError(key, 'hash', expected, { cause: error, foundKind: asKind(kinds, named[1]), askedKind: asked });
+  if (named) {
+    // A relock kind, or the Redis type of data relock did not write ('hash': a hash without a kind field).
+    const foundKind = asKind(kinds, named[1]);
+    return new WrongTypeError(key, foundKind === undefined ? named[1] : redisTypeOf(kinds, foundKind), expected, { cause: error, foundKind, askedKind: asked });
+  }
   const [type, kind] = (await READ_KIND.run(connection, { key }).catch(() => undefined)) ?? ['unknown', ''];
   return new WrongTypeError(key, type, expected, { cause: error, foundKind: asKind(kinds, kind), askedKind: asked });
 }

@@ -1,5 +1,5 @@
 import type { Core } from './core.js';
-import { WRONG_KIND, redisTypeOf, type ObjectKind } from './kinds.js';
+import { checkedRead, OTHER_KIND, type ObjectKind } from './kinds.js';
 import { defineScript, replies } from './redis/script.js';
 import { positiveTime } from './semaphore/permits.js';
 import type { TimeUnit } from './time.js';
@@ -12,22 +12,18 @@ import type { TimeUnit } from './time.js';
 
 /**
  * `delete` or `expire` of every key of an object (KEYS: `main`, the object's main key, then the list
- * `others`). `op` = `delete` | `expire`, `kind`, `redisType` = the main key's Redis type, `value` = TTL
- * (ms, expire) or channel (delete), `message` = published on the channel after a delete ('' for none),
- * `publishCommand`. True when a key was deleted / given the TTL; a WRONGTYPE error when the main key holds
- * another type or, for a hash, another kind.
+ * `others`). `op` = `delete` | `expire`, `kind`, `value` = TTL (ms, expire) or channel (delete),
+ * `message` = published on the channel after a delete ('' for none), `publishCommand`. True when a key
+ * was deleted / given the TTL; a WRONGTYPE error (`otherKind`) when the main key holds another kind or
+ * data relock did not write (a string that is not a permit count, a hash without relock's kind field).
  */
 const KEY_OPS = defineScript({
   name: 'object.keys',
   keys: ['main'],
   restKeys: 'others',
-  args: ['op', 'kind', 'redisType', 'value', 'message', 'publishCommand'],
-  lua: `${WRONG_KIND}local t = redis.call('type', main)['ok']
-if t ~= 'none' and t ~= redisType then return redis.error_reply('WRONGTYPE Operation against a key holding the wrong kind of value') end
-if t == 'hash' then
-  local found = redis.call('hget', main, 'kind')
-  if found ~= kind then return wrongKind(found) end
-end
+  args: ['op', 'kind', 'value', 'message', 'publishCommand'],
+  lua: `${OTHER_KIND}local refused = otherKind(main, kind)
+if refused then return refused end
 if op == 'delete' then
   if redis.call('del', unpack(KEYS)) == 0 then return 0 end
   if message ~= '' then redis.call(publishCommand, value, message) end
@@ -52,11 +48,12 @@ export class ObjectKeys {
     private readonly deletedMessage: string,
   ) {}
 
-  /** Whether any of the keys exists (`EXISTS`). */
+  /** Whether any of the keys exists (`EXISTS`), after checking the main key's kind (`checkedRead`: another kind's key or other data throws `WrongTypeError`). */
   async isExists(): Promise<boolean> {
     this.core.checkOpen();
-    const { main, others } = this;
-    const reply = await this.core.executor.run('object.isExists', () => this.core.connection.send(main, ['EXISTS', main, ...others]), { idempotent: true });
+    const { main, others, kind } = this;
+    const expects = { key: main, kind };
+    const reply = await this.core.executor.run('object.isExists', () => checkedRead(this.core.connection, expects, ['EXISTS', main, ...others]), { idempotent: true, expects });
     return Number(reply) > 0;
   }
 
@@ -76,7 +73,7 @@ export class ObjectKeys {
     const { main, others, kind } = this;
     return this.core.executor.run(
       `object.${op}`,
-      () => KEY_OPS.run(connection, { main, others, op, kind, redisType: redisTypeOf(this.core.kinds, kind), value, message, publishCommand: connection.publishCommand }),
+      () => KEY_OPS.run(connection, { main, others, op, kind, value, message, publishCommand: connection.publishCommand }),
       { idempotent: true, expects: { key: main, kind } },
     );
   }

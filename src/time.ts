@@ -1,4 +1,5 @@
 import { InvalidArgumentError } from './errors.js';
+import { optionKeys, refuseUnknownKeys } from './option-keys.js';
 
 /**
  * Time units accepted wherever a method takes `(value, unit)`, as in Redisson's `TimeUnit` arguments.
@@ -41,6 +42,15 @@ export function refuseOptionsObject(value: unknown, argument: string, call: stri
   }
 }
 
+/**
+ * Throws `InvalidArgumentError` when `value`, a time argument followed by its unit (the lease of
+ * `tryLock(wait, lease, unit)`), is a string: `tryLock(0, "5", "s")` would otherwise read "5" as the unit
+ * and report an unknown unit. `call` is an example of the right form.
+ */
+export function refuseStringTime(value: unknown, argument: string, call: string): void {
+  if (typeof value === 'string') throw new InvalidArgumentError(argument, `must be a number; got the string ${JSON.stringify(value)} (e.g. ${call})`);
+}
+
 /** The longest lease in milliseconds: the largest integer a script argument carries exactly (`PEXPIRE` takes integers). */
 export const MAX_LEASE_MS = Number.MAX_SAFE_INTEGER;
 
@@ -77,17 +87,27 @@ export interface TimeOptions {
   signal?: AbortSignal;
 }
 
+/** The keys of `TimeOptions`: the options of a call that takes only times and a signal (a multi-lock's `acquire`). */
+export const TIME_OPTION_KEYS = optionKeys<TimeOptions>(timeFields());
+
+/** The keys of `TimeOptions` as the record `optionKeys` takes, to spread into the record of an options type that extends them. */
+export function timeFields(): { readonly [K in keyof Required<TimeOptions>]: true } {
+  return { waitMs: true, waitTime: true, leaseMs: true, leaseTime: true, unit: true, signal: true };
+}
+
 /**
- * Checks the options object of an acquire or await call: an object (or omitted), a known `unit`, the
+ * Checks the options object of an acquire or await call: an object (or omitted) with no key outside
+ * `known` (the keys of its options type, see `refuseUnknownKeys`), a known `unit`, the
  * time fields (`TimeOptions`: `waitTime`/`leaseTime` only with `unit`, not both `waitMs` and
  * `waitTime`, no `unit` without a `waitTime` or `leaseTime`), and `signal` an `AbortSignal`. Returns it
  * (`{}` when omitted). Throws `InvalidArgumentError` naming the problem and the call to write instead.
  */
-export function checkOptions<T extends TimeOptions>(options: T | undefined): T {
+export function checkOptions<T extends TimeOptions>(options: T | undefined, known: readonly string[]): T {
   if (options === undefined) return {} as T;
   if (options === null || typeof options !== 'object') {
     throw new InvalidArgumentError('options', `expected an object such as { waitMs: 5000 } or { waitTime: 5, unit: 'seconds' }; got ${options === null ? 'null' : typeof options}`);
   }
+  refuseUnknownKeys(options, known);
   if (options.unit !== undefined) unitFactor(options.unit);
   checkTimePair(options, 'wait');
   checkTimePair(options, 'lease');

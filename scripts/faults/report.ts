@@ -51,7 +51,7 @@ export function printSummary(results: readonly ScenarioResult[]): void {
 
 function versions(client: FaultClient): string {
   const require = createRequire(import.meta.url);
-  const redis = execFileSync('redis-server', ['--version']).toString().match(/v=(\S+)/)?.[1] ?? '?';
+  const redis = execFileSync(process.env.REDIS_SERVER_BIN ?? 'redis-server', ['--version']).toString().match(/v=(\S+)/)?.[1] ?? '?';
   const relock = (require('../../package.json') as { version: string }).version;
   return `relock ${relock}, Node ${process.version}, ${clientVersion(client)}, Redis ${redis}, ${cpus().length} × ${cpus()[0]?.model.trim() ?? 'CPU'}`;
 }

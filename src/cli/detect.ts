@@ -1,5 +1,6 @@
 import { coreOf, OBJECT_DESCRIPTORS, type LockClient } from '../client.js';
 import { auxState, channelsOf, descriptorOf, exists, objectLayout, type KindDescriptor, type ObjectLayout, type ObjectState } from '../descriptor.js';
+import { tagged } from '../keys.js';
 import type { ObjectKind } from '../kinds.js';
 import type { Connection } from '../redis/connection.js';
 import { usageError } from './errors.js';
@@ -19,10 +20,17 @@ export const descriptorOfType = (type: ObjectType): KindDescriptor => descriptor
 /** Every key and channel relock may keep for one name, as the descriptors lay them out. */
 export type ObjectKeys = ObjectLayout;
 
-/** The names of `name`'s keys and channels under the key prefix of `locks` (throws as `getLock` for a bad name). */
+/**
+ * The names of `name`'s keys and channels under the key prefix of `locks`. Unlike `getLock`, it takes names
+ * relock no longer accepts (longer than `MAX_NAME_LENGTH`, with control characters), which keys written by
+ * another tool or an older relock may hold, so that the CLI can list, inspect and force-unlock them. Throws
+ * `CrossSlotError` for braces that no relock name can have.
+ */
 export function objectKeys(locks: LockClient, name: string): ObjectKeys {
-  const main = locks.getLock(name).key;
-  return objectLayout(OBJECT_DESCRIPTORS, coreOf(locks).keyPrefix, name, main);
+  const { keyPrefix } = coreOf(locks);
+  const main = keyPrefix + name;
+  tagged(main); // throws CrossSlotError for braces that are not a hash tag
+  return objectLayout(OBJECT_DESCRIPTORS, keyPrefix, name, main);
 }
 
 /** Reads every key of `keys` in one atomic script run, at most `limit` entries per key. */

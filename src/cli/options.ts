@@ -1,6 +1,6 @@
 import type { OptionSpec } from './args.js';
 import { OBJECT_DESCRIPTORS } from '../client.js';
-import { OBJECT_TYPES } from './detect.js';
+import { forcedType, OBJECT_TYPES, type ObjectType } from './detect.js';
 
 /** The options every command takes. */
 export interface CommonOptions {
@@ -38,4 +38,22 @@ export function wholeNumber(min: number): (value: string) => number {
     if (!/^\d+$/.test(value.trim()) || !Number.isSafeInteger(n) || n < min) throw new Error(`expected a whole number >= ${min}, got "${value}"`);
     return n;
   };
+}
+
+/**
+ * `--type a,b` of `list` and `top`. An integer string nobody waits on shows no more than an RSemaphore
+ * would, so it is listed as a semaphore only when `semaphore` is named here.
+ */
+export const TYPES_OPTION: OptionSpec = {
+  flags: '--type <types>',
+  description: 'only these types (comma-separated, as inspect names them); integer keys nobody waits on are listed as semaphores only when semaphore is named',
+  parse: typeList,
+};
+
+/** `--type a,b`: known object types (`latch` for `count-down-latch`), else a usage error. */
+function typeList(value: string): ObjectType[] {
+  const types = value.split(',').map((t) => forcedType(t.trim())!);
+  const unknown = types.filter((t) => !(OBJECT_TYPES as readonly string[]).includes(t));
+  if (unknown.length > 0) throw new Error(`unknown type ${unknown.join(', ')}; use ${OBJECT_TYPES.join(', ')}`);
+  return types;
 }

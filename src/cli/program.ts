@@ -1,4 +1,5 @@
 import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
 import { parseCommandLine, UsageError, type ProgramSpec } from './args.js';
 import { forceUnlockCommand } from './commands/force-unlock.js';
 import { inspectCommand } from './commands/inspect.js';
@@ -9,9 +10,17 @@ import { watchCommand } from './commands/watch.js';
 import { messageOf } from './connect.js';
 import { CliError, EXIT } from './errors.js';
 
-/** The version of the installed package (read through the package's self-reference). */
+/** The installed package's package.json (found through the package's self-reference). */
+const manifest = (): string => createRequire(import.meta.url).resolve('relock/package.json');
+
+/** The version of the installed package. */
 function version(): string {
-  return (createRequire(import.meta.url)('relock/package.json') as { version: string }).version;
+  return (createRequire(import.meta.url)(manifest()) as { version: string }).version;
+}
+
+/** The command's guide as installed with the package (`files` ships docs/): `…/node_modules/relock/docs/cli.md`. */
+export function guidePath(): string {
+  return join(dirname(manifest()), 'docs', 'cli.md');
 }
 
 /** The `relock` program with its six commands. */
@@ -23,7 +32,7 @@ export function program(): ProgramSpec {
     commands: [inspectCommand, listCommand, leadersCommand, forceUnlockCommand, watchCommand, topCommand],
     helpAfter:
       'Exit codes: 0 done, 1 failed (Redis unreachable, a Redis error, not confirmed), 2 bad usage, 3 no such relock object.\n' +
-      'Every command takes --json, --url (or REDIS_URL), --cluster and --prefix. See docs/cli.md.',
+      `Every command takes --json, --url (or REDIS_URL), --cluster and --prefix. The guide: ${guidePath()}`,
   };
 }
 

@@ -23,10 +23,36 @@ export function ttlText(ttlMs: number | null, exists: boolean): string {
 
 const plural = (n: number, word: string): string => `${n} ${word}${n === 1 ? '' : 's'}`;
 
-/** Lines of aligned columns (the last column is not padded). */
+/** The widest a cell of a table is printed (characters): longer text is cut, ending in `…`. */
+export const CELL_WIDTH = 72;
+
+/**
+ * `text` on one line: control characters (C0, DEL, C1) and the line and paragraph separators escaped as
+ * in a JavaScript string (`\n`, `\t`, `\r`, else `\xNN` or `\uNNNN`), and a backslash doubled, so that
+ * a name written by anyone cannot break a line of output or send the terminal an escape sequence.
+ */
+export function oneLine(text: string): string {
+  // eslint-disable-next-line no-control-regex -- matching control characters is the point
+  return text.replace(/[\\\x00-\x1f\x7f-\x9f\u2028\u2029]/g, (c) => {
+    const named: Record<string, string> = { '\\': '\\\\', '\n': '\\n', '\r': '\\r', '\t': '\\t' };
+    const code = c.charCodeAt(0);
+    return named[c] ?? (code <= 0xff ? `\\x${code.toString(16).padStart(2, '0')}` : `\\u${code.toString(16).padStart(4, '0')}`);
+  });
+}
+
+/** `text` as a table cell: on one line (`oneLine`), at most `CELL_WIDTH` characters (cut with `…`). */
+export function cell(text: string): string {
+  const line = oneLine(text);
+  if (line.length <= CELL_WIDTH) return line;
+  const end = /[\ud800-\udbff]/.test(line[CELL_WIDTH - 2]) ? CELL_WIDTH - 2 : CELL_WIDTH - 1; // not half of a surrogate pair
+  return `${line.slice(0, end)}…`;
+}
+
+/** Lines of aligned columns (the last column is not padded); every cell goes through `cell`. */
 export function table(rows: string[][], indent = ''): string[] {
-  const widths = rows.reduce<number[]>((w, row) => row.map((cell, i) => Math.max(w[i] ?? 0, cell.length)), []);
-  return rows.map((row) => indent + row.map((cell, i) => (i === row.length - 1 ? cell : cell.padEnd(widths[i]))).join('   ').trimEnd());
+  const cells = rows.map((row) => row.map(cell));
+  const widths = cells.reduce<number[]>((w, row) => row.map((text, i) => Math.max(w[i] ?? 0, text.length)), []);
+  return cells.map((row) => indent + row.map((text, i) => (i === row.length - 1 ? text : text.padEnd(widths[i]))).join('   ').trimEnd());
 }
 
 /** Holders as `owner ×holds` for one-line summaries (`watch`). */
@@ -45,8 +71,8 @@ interface Section {
 export function renderDescription(d: Description): string[] {
   const sections = describeSections(d);
   const width = Math.max(...sections.map((s) => s.label.length));
-  const lines = [`${TYPE_LABEL[d.type]} "${d.name}"  (key ${d.key}${d.exists ? '' : ', which does not exist'})`];
-  for (const { label, value, rows } of sections) lines.push(`  ${label.padEnd(width)}   ${value}`.trimEnd(), ...table(rows ?? [], '    '));
+  const lines = [`${TYPE_LABEL[d.type]} "${oneLine(d.name)}"  (key ${oneLine(d.key)}${d.exists ? '' : ', which does not exist'})`];
+  for (const { label, value, rows } of sections) lines.push(`  ${label.padEnd(width)}   ${oneLine(value)}`.trimEnd(), ...table(rows ?? [], '    '));
   for (const note of d.truncated ?? []) lines.push(`  (${note}; raise --limit to see more)`);
   return lines;
 }

@@ -3,6 +3,7 @@ import type { Core } from '../core.js';
 import { InvalidArgumentError } from '../errors.js';
 import { RECONNECTED, type WakeRule } from '../pubsub/channel.js';
 import { clientWait, type Attempt } from '../pubsub/wait.js';
+import { optionKeys } from '../option-keys.js';
 import { checkOptions, optionWait, requireUnit, waitMillis, type TimeUnit } from '../time.js';
 import { COUNT_DOWN, READ_COUNT, TRY_SET_COUNT } from './scripts.js';
 
@@ -34,6 +35,9 @@ export interface LatchAwaitOptions {
   /** Aborts the wait; the promise then rejects with `signal.reason`. */
   signal?: AbortSignal;
 }
+
+/** The keys of `LatchAwaitOptions` (any other key is refused: `refuseUnknownKeys`). */
+const AWAIT_KEYS = optionKeys<LatchAwaitOptions>({ waitMs: true, waitTime: true, unit: true, signal: true });
 
 /** The message `0` (the count reached zero) wakes every local awaiter; nothing else wakes anyone. */
 const WAKE_ALL_AT_ZERO: WakeRule = (message) => (message === '0' || message === RECONNECTED ? Infinity : 0);
@@ -98,7 +102,7 @@ export class RCountDownLatch extends CountedObject {
   await(waitTime: number, unit: TimeUnit): Promise<boolean>;
   await(options: LatchAwaitOptions): Promise<boolean>;
   async await(waitOrOptions?: number | LatchAwaitOptions, unit?: TimeUnit): Promise<boolean | void> {
-    const options: LatchAwaitOptions = typeof waitOrOptions === 'object' ? checkOptions(waitOrOptions) : { waitTime: waitOrOptions, unit };
+    const options: LatchAwaitOptions = typeof waitOrOptions === 'object' ? checkOptions(waitOrOptions, AWAIT_KEYS) : { waitTime: waitOrOptions, unit };
     if (typeof waitOrOptions === 'number') requireUnit(unit, 'await(5, "seconds")');
     const wait = typeof waitOrOptions === 'number' ? waitMillis(waitOrOptions, unit) : optionWait(options);
     options.signal?.throwIfAborted();

@@ -1,4 +1,4 @@
-import { InvalidArgumentError, LockLostError } from '../errors.js';
+import { IllegalMonitorStateError, InvalidArgumentError, LockLostError } from '../errors.js';
 import { leaseMillis, type TimeUnit } from '../time.js';
 
 /**
@@ -79,11 +79,19 @@ export class LockHandle implements AsyncDisposable {
   }
 
   /**
-   * `await using handle = await lock.acquire()` releases at the end of the block. Throws as `release()`:
-   * when the lock was lost meanwhile the block ends with `IllegalMonitorStateError` (wrapped with the
-   * block's own error in a `SuppressedError` when the block threw too).
+   * `await using handle = await lock.acquire()` releases at the end of the block. A hold that had
+   * already ended (its lease ran out, the watchdog lost it, it was force-unlocked) is not an error here:
+   * that was reported through `signal` (aborted with a `LockLostError`) and, for a hold the watchdog
+   * renewed, the client's `lockLost` event; so the block's end does not throw `IllegalMonitorStateError`,
+   * and an error thrown by the block itself reaches the caller as it is (not inside a `SuppressedError`).
+   * Other failures of the release (`RedisUnavailableError`, `ClientClosedError`) still throw. An explicit
+   * `release()` throws `IllegalMonitorStateError` as before.
    */
-  [Symbol.asyncDispose](): Promise<void> {
-    return this.release();
+  async [Symbol.asyncDispose](): Promise<void> {
+    try {
+      await this.release();
+    } catch (error) {
+      if (!(error instanceof IllegalMonitorStateError)) throw error;
+    }
   }
 }

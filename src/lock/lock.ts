@@ -1,15 +1,16 @@
 import { pause } from '../backoff.js';
-import { noteTaskHold, taskHolds, type TaskHold } from '../task-holds.js';
+import { newestAcquisition, newestNote, noteRefusal, noteTaskHold, type TaskHold } from '../task-holds.js';
 import { allLanded, anyRenewed, detachedContext, landed, owningContext, recordAcquired, recordReleased, releasedRenewed, takeOff, type Hold, type LockContext, type Unsettled } from '../context.js';
 import type { Core } from '../core.js';
-import { ClientClosedError, IllegalMonitorStateError, InvalidArgumentError, LockAcquireTimeoutError, LockLostError, RedisUnavailableError } from '../errors.js';
+import { ClientClosedError, IllegalMonitorStateError, InvalidArgumentError, LockAcquireTimeoutError, LockLostError, OwnerUnknownError, RedisUnavailableError, ReentryNeedsContextError } from '../errors.js';
 import { auxName, mainKey } from '../keys.js';
-import type { ObjectKind } from '../kinds.js';
+import { checkedRead, type ObjectKind } from '../kinds.js';
 import type { MetricKind } from '../observe/kinds.js';
 import { QUIET_PROBE, type AcquireProbe } from '../observe/observer.js';
 import { WAKE_ONE, type Channel, type WakeRule } from '../pubsub/channel.js';
 import { waitDeadline, waitMore, type Attempt } from '../pubsub/wait.js';
-import { checkOptions, leaseMillis, monotonic, optionLease, optionWait, refuseOptionsObject, requireUnit, waitMillis, type TimeUnit } from '../time.js';
+import { optionKeys } from '../option-keys.js';
+import { checkOptions, leaseMillis, monotonic, optionLease, optionWait, refuseOptionsObject, refuseStringTime, requireUnit, timeFields, waitMillis, type TimeUnit } from '../time.js';
 import type { Request } from '../redis/executor.js';
 import { HoldSignal, type ReleasedHold, type RenewalKind, type WatchdogHold } from '../watchdog/hold.js';
 import { KeyEvents, type LockEvent } from './events.js';
@@ -44,6 +45,8 @@ export interface MemberSteps {
   release(lock: RLock, ctx: LockContext): Promise<void>;
   handle(lock: RLock, ctx: LockContext, grant: Grant, leaseMs: number | undefined): LockHandle;
   setLease(lock: RLock, ctx: LockContext, leaseMs: number): Promise<number | undefined>;
+  /** Whether `ctx`'s owner holds `lock` (`HGET`). */
+  held(lock: RLock, ctx: LockContext): Promise<boolean>;
   /** The id of the `LockClient` that made the lock. */
   clientId(lock: RLock): string;
   /** That client's `lockWatchdogTimeout` (ms). */
@@ -94,6 +97,9 @@ export interface AcquireOptions {
   acquiredExternally?: boolean;
 }
 
+/** The keys of `AcquireOptions` (any other key is refused: `refuseUnknownKeys`). */
+export const ACQUIRE_OPTION_KEYS = optionKeys<AcquireOptions>({ ...timeFields(), identifier: true, acquiredExternally: true });
+
 /** Field names of lock hashes that are not owners. */
 const RESERVED_FIELDS = new Set(['kind', 'mode']);
 
@@ -113,7 +119,7 @@ interface CallSteps {
   answered(acq: Acquisition, result: AcquireResult): unknown;
   failed(acq: Acquisition): void;
   ambiguous(acq: Acquisition): void;
-  late(acq: Acquisition, results: AcquireResult[]): void;
+  late(acq: Acquisition, results: AcquireResult[]): Promise<void> | undefined;
   sendUnlock(call: Unlock, attempt: number): Promise<number | null>;
   unlocked(call: Unlock, reply: number | null): void;
   unlockFailed(call: Unlock): void;
@@ -203,8 +209,8 @@ export class Acquisition implements Request<AcquireResult, unknown>, Taken {
     callSteps.ambiguous(this);
   }
 
-  onLateResults(results: AcquireResult[]): void {
-    callSteps.late(this, results);
+  onLateResults(results: AcquireResult[]): Promise<void> | undefined {
+    return callSteps.late(this, results);
   }
 }
 
@@ -263,8 +269,8 @@ class Unlock implements Request<number | null, void> {
  */
 type Contextless = LockContext;
 
-/** The contextless holds of a lock object that has had none: one empty list for all (never written to). */
-const NO_HOLDS: Contextless[] = [];
+/** Does nothing (settles a promise whatever its outcome). */
+const ignore = (): void => {};
 
 /** First and longest pause (ms) between tries of a compensating release while Redis is unreachable. */
 const UNDO_RETRY_MS = 100;
@@ -294,27 +300,23 @@ export const LOCK_RENEWAL: RenewalKind = { script: RENEW, keysPerHold: 1 };
  *
  * Outside any context a lock object behaves as a mutex, so that one object shared by concurrent tasks
  * (hoisted to module scope, called from request handlers) still lets one task in at a time: each
- * acquisition is an owner of its own, never reentrant (the same object locked twice in a row waits for
- * itself, as any mutex; `tryLock(w)` then returns false after `w`), and waits behind the current holder.
- * `unlock()` outside a context releases the hold the calling task acquired on this object (its async
- * context remembers its own contextless acquisitions, see task-holds.ts): a task whose hold was lost (its
- * lease ran out, another task got the lock) and that unlocks late gets `IllegalMonitorStateError` and
- * leaves the next holder alone, as Redisson's owner-checked unlock. A task that made no acquisition of
- * the object (a lock taken in one callback and released in another) releases the object's current
- * contextless holder (for a read lock, its oldest contextless read hold). A handle from `acquire()`
- * releases exactly its own hold from anywhere. `getHoldCount()` and `isHeldByCurrentContext()` outside a context
- * count this object's contextless holds still in Redis. Create lock objects with `LockClient.getLock(name)`;
- * each call returns a new object.
+ * acquisition is an owner of its own, never reentrant, and waits behind the current holder. relock knows a
+ * contextless acquisition's task only through the caller's async context (task-holds.ts): where that tells
+ * exactly it acts, where it cannot it refuses with a typed error, never guessing. `unlock()` outside a
+ * context releases only the calling task's newest `lock()`/`tryLock()` of this object (waiting for it while
+ * in flight); when that holds nothing it throws `IllegalMonitorStateError` (a task whose lease ran out and
+ * that unlocks late leaves the next holder alone, as Redisson's owner-checked unlock), and when the task
+ * made none (a lock taken in one callback and released in another) `OwnerUnknownError`. A task whose newest
+ * acquisition still holds the object and that acquires it again gets `ReentryNeedsContextError` (it would
+ * wait for itself). A handle from `acquire()` releases exactly its own hold from anywhere.
+ * `getHoldCount()` and `isHeldByCurrentContext()` outside a context count the hold of that newest
+ * acquisition. Create lock objects with `LockClient.getLock(name)`; each call returns a new object.
  */
 export class RLock {
   /** The Redis key of the lock hash. */
   readonly key: string;
   /** The channel name once made (see `channel`). */
   private channelName: string | undefined;
-  /** This object's contextless holds not yet released, oldest first (see the class description); a shared empty list until the first. */
-  private contextless: Contextless[] = NO_HOLDS;
-  /** A grant to a new owner proves every other owner's hold gone (every lock but the read lock). */
-  protected readonly exclusive: boolean = true;
   /** The kind of lock, kept in its hash's `kind` field and checked by every acquisition; each variant has its own. */
   protected readonly kind: ObjectKind = 'lock';
   /** How metrics and events name this lock's kind (the `relock.kind` attribute); each variant has its own. */
@@ -337,6 +339,7 @@ export class RLock {
       release: (lock, ctx) => lock.unlockAs(ctx),
       handle: (lock, ctx, grant, leaseMs) => lock.handle(ctx, grant, leaseMs),
       setLease: (lock, ctx, leaseMs) => lock.setLease(ctx, leaseMs),
+      held: (lock, ctx) => lock.holdCount(ctx).then((count) => count > 0),
       clientId: (lock) => lock.core.id,
       watchdogLease: (lock) => lock.core.watchdog.leaseMs,
     };
@@ -388,9 +391,9 @@ export class RLock {
    * with it, the lock expires `leaseTime` after the acquisition and is not renewed. Reentrant inside a
    * context: the owner's hold count rises by one, and the lock's TTL is raised to this acquisition's lease
    * when it is shorter, never lowered (Redisson resets it to the inner lease, which can cut an outer hold
-   * short). Outside any context it is not reentrant (see the class description): called twice on one
-   * object without an unlock in between, the second call waits for the first hold (a self-deadlock, as
-   * with any mutex). Resolves once held. Throws `InvalidArgumentError` (bad time or unit),
+   * short). Outside any context it is not reentrant (see the class description): called again by a task
+   * whose newest acquisition of the object holds it, it throws `ReentryNeedsContextError` at once (nothing
+   * sent). Resolves once held. Throws `InvalidArgumentError` (bad time or unit),
    * `WrongTypeError` (the key holds another type, or another kind of relock object holds the name),
    * `RedisUnavailableError`, `ClientClosedError`.
    */
@@ -407,7 +410,7 @@ export class RLock {
    * A wait time <= 0 (such as `-1`) makes exactly one attempt, as in Redisson; to wait until the lock is
    * free use `lock()` or `acquire()` without a wait time (`Infinity` also waits without limit). Waiting is woken by the unlock message, with a timer on
    * the holder's TTL as fallback. Resolves to true when acquired, false when the lock stayed busy (outside
-   * any context, also when this object already holds it: see the class description).
+   * any context, `ReentryNeedsContextError` when the calling task already holds it: see the class description).
    * Throws `InvalidArgumentError`, `WrongTypeError`, `RedisUnavailableError` (Redis unreachable for
    * the whole wait or the retry policy; when its reply was lost, the grant is adopted by the owner's next
    * acquisition, or released in the background once Redis answers again for an owner outside any context),
@@ -430,13 +433,13 @@ export class RLock {
    * without `unit`), and the errors of `tryLock`.
    */
   async acquire(options: AcquireOptions = {}): Promise<LockHandle> {
-    checkOptions(options);
+    checkOptions(options, ACQUIRE_OPTION_KEYS);
     const wait = optionWait(options);
     const lease = optionLease(options);
     const owner = this.checkIdentifier(options);
     options.signal?.throwIfAborted();
     if (options.acquiredExternally) return this.takeOver(detachedContext(owner), lease);
-    const taken = await this.acquireForCaller(wait, lease, options.signal, owner === undefined ? undefined : detachedContext(owner));
+    const taken = await this.acquireForCaller(wait, lease, options.signal, owner === undefined ? undefined : detachedContext(owner), true);
     if (!taken) throw new LockAcquireTimeoutError(this.name, wait);
     return this.handle(taken.ctx, taken.grant, lease);
   }
@@ -446,9 +449,10 @@ export class RLock {
    * zero the lock is deleted and waiters are woken. The watchdog stops renewing at once, before Redis
    * answers. A retry after a lost reply replays the first answer (a guard on the hold count this client
    * knows; see `unlockSource`): one request, and no key but the lock's written, when nothing fails. Inside a context it
-   * releases the context's hold; outside any context, the calling task's own hold of this object, or when
-   * the task made no acquisition of it, this object's current contextless holder's (see the class
-   * description). Throws `IllegalMonitorStateError` when the caller does not hold the lock
+   * releases the context's hold; outside any context, the hold of the calling task's newest `lock()`/`tryLock()`
+   * of this object (waited for while in flight), and nothing else (see the class description). Throws
+   * `OwnerUnknownError` outside a context when the task made no such acquisition (nothing is sent),
+   * `IllegalMonitorStateError` when the caller does not hold the lock
    * (including after its lease expired: a new holder's lock is left alone; a hold renewed by the watchdog
    * that is found gone this way is also reported by `lockLost`), `RedisUnavailableError`,
    * `ClientClosedError`.
@@ -456,13 +460,19 @@ export class RLock {
   unlock(): Promise<void> {
     const ctx = this.context();
     if (ctx) return this.unlockAs(ctx);
-    const own = taskHolds(this);
-    // No hold, or the task's own acquisitions hold nothing (yet, or any more: a lease ran out and another task
-    // was granted the lock): an owner that holds nothing leaves the current holder alone and throws
-    // IllegalMonitorStateError.
-    const held = this.releasable(own);
-    if (!held) return this.unlockAs(detachedContext());
-    // Marked while its unlock runs, so that a concurrent unlock() picks another hold (cleared when it ends).
+    // Outside a context: the caller's newest note of this object alone (see task-holds.ts), never another hold.
+    const note = newestNote(this);
+    if (!note) return Promise.reject(new OwnerUnknownError(this.name, this.ownerOf(detachedContext())));
+    // Its acquisition is in flight: its outcome first, so that a grant is released, not renewed forever.
+    if (!note.done) return note.call!.then(ignore, ignore).then(() => this.unlockNoted(note.owner));
+    return this.unlockNoted(note.owner);
+  }
+
+  /** Releases the hold of the contextless owner `held` (the caller's newest note), or throws `IllegalMonitorStateError` when it holds none. */
+  private unlockNoted(held: Contextless): Promise<void> {
+    // Refused, timed out, aborted, released, or being released by another unlock(): nothing of the caller's to release.
+    if (held.releasing! || !held.holds.has(this.holdKey)) return Promise.reject(new IllegalMonitorStateError(this.name, this.ownerOf(held)));
+    // Marked while its unlock runs, so that a concurrent unlock() of the same note throws (cleared when it ends).
     held.releasing = true;
     return this.unlockAs(held, undefined, undefined, held);
   }
@@ -515,25 +525,25 @@ export class RLock {
   }
 
   /**
-   * Whether the caller's owner holds the lock (`HEXISTS`; Redisson's `isHeldByCurrentThread`); outside any
-   * context, whether one of this object's contextless acquisitions still holds it (`HMGET`; see the class
-   * description). Throws `WrongTypeError`, `RedisUnavailableError`, `ClientClosedError`.
+   * Whether the caller's owner holds the lock (Redisson's `isHeldByCurrentThread`): `getHoldCount() > 0`. Throws `WrongTypeError`, `RedisUnavailableError`, `ClientClosedError`.
    */
   async isHeldByCurrentContext(): Promise<boolean> {
     return (await this.getHoldCount()) > 0;
   }
 
   /**
-   * The caller's hold count (`HGET`), 0 when it does not hold the lock; outside any context, the holds of
-   * this object's contextless acquisitions still in Redis (`HMGET`: 0 or 1, except for a read lock). Throws
+   * The caller's hold count (`HGET`), 0 when it does not hold the lock; outside any context, the hold of the
+   * calling task's newest `lock()`/`tryLock()` of this object (0 or 1; 0 when it made none). Throws
    * `WrongTypeError`, `RedisUnavailableError`, `ClientClosedError`.
    */
   async getHoldCount(): Promise<number> {
-    const ctx = this.context();
-    if (ctx) return Number((await this.read(['HGET', this.key, this.ownerOf(ctx)])) ?? 0);
-    const owners = (this.contextless.length > 0 ? this.contextless : [detachedContext()]).map((c) => this.ownerOf(c));
-    const counts = (await this.read(['HMGET', this.key, ...owners])) as Array<string | null>;
-    return counts.reduce((sum, count) => sum + Number(count ?? 0), 0);
+    // Outside a context, the owner of the caller's newest note of this object (none: a new owner, which holds nothing).
+    return this.holdCount(this.context() ?? newestNote(this)?.owner ?? detachedContext());
+  }
+
+  /** The hold count of `ctx`'s owner in Redis (`HGET`). */
+  protected async holdCount(ctx: LockContext): Promise<number> {
+    return Number((await this.read(['HGET', this.key, this.ownerOf(ctx)])) ?? 0);
   }
 
   /**
@@ -562,11 +572,33 @@ export class RLock {
    * the wait ran out. An owner made for this call alone is abandoned when it got nothing. Never throws:
    * failures reject.
    */
-  protected acquireForCaller(waitMs: number, leaseMs: number | undefined, signal: AbortSignal | undefined, owner?: LockContext): Promise<Taken | undefined> {
-    const ctx = owner ?? this.acquiringContext();
-    // A contextless call notes its owner in the caller's task, for that task's unlock() (see task-holds.ts).
-    const note = owner === undefined && ctx.detached ? noteTaskHold(this, ctx) : undefined;
-    return this.acquireAs(ctx, waitMs, leaseMs, signal, note, true);
+  protected acquireForCaller(waitMs: number, leaseMs: number | undefined, signal: AbortSignal | undefined, owner?: LockContext, forHandle = false): Promise<Taken | undefined> {
+    let ctx = owner ?? this.context();
+    if (!ctx) {
+      // Outside a context, a task whose newest note of the object holds it would wait for itself: refused,
+      // nothing sent. A note still in flight is no refusal: siblings started in one synchronous run, and the
+      // jobs a dispatcher starts, see such notes of tasks started before them (see task-holds.ts).
+      const earlier = newestAcquisition(this);
+      if (earlier?.done && this.stillHolds(earlier.owner)) {
+        // The refusal is noted too: the hold it saw may be a sibling's, so this task's unlock() must not
+        // release it (it throws IllegalMonitorStateError: relock cannot show the caller owns it).
+        noteRefusal(this, detachedContext());
+        return Promise.reject(new ReentryNeedsContextError(this.name));
+      }
+      ctx = detachedContext();
+    }
+    // A contextless lock()/tryLock() notes its owner in the caller's task, for that task's unlock() (see
+    // task-holds.ts); a handle's acquisition is released through the handle.
+    const note = owner === undefined && ctx.detached && !forHandle ? noteTaskHold(this, ctx) : undefined;
+    const call = this.acquireAs(ctx, waitMs, leaseMs, signal, note, true);
+    if (note) note.call = call;
+    return call;
+  }
+
+  /** Whether the contextless owner `ctx` holds this lock as far as this client knows: recorded, its lease not run out, its renewals not failed. */
+  private stillHolds(ctx: Contextless): boolean {
+    const until = ctx.until!;
+    return ctx.holds.has(this.holdKey) && until > monotonic() && (until < Infinity || this.core.watchdog.renews(this.key, this.ownerOf(ctx)));
   }
 
   /**
@@ -714,12 +746,12 @@ export class RLock {
    * the lock, possibly before this report came) the grant is the owner's hold and is not undone. A call
    * that left no mark (aborted) goes by the owner's current mark.
    */
-  private lateResults(acq: Acquisition, results: AcquireResult[]): void {
-    if (!results.some((r) => r.granted)) return;
+  private lateResults(acq: Acquisition, results: AcquireResult[]): Promise<void> | undefined {
+    if (!results.some((r) => r.granted)) return undefined;
     const mark = acq.mark ?? this.unsettled(acq.ctx);
-    if (mark?.tried) return;
+    if (mark?.tried) return undefined;
     if (mark && this.unsettled(acq.ctx) === mark) this.settle(acq.ctx);
-    void this.undo(acq.owner, monotonic() + acq.lease);
+    return this.undo(acq.owner, monotonic() + acq.lease);
   }
 
   /**
@@ -899,32 +931,10 @@ export class RLock {
     return this.attemptNow(acq) as Promise<Taken | undefined>;
   }
 
-  /**
-   * Adds a contextless hold to this object's list. A grant to a new owner of an exclusive lock proves the
-   * older contextless holds gone (their leases ran out, or they were deleted): they are dropped, so that
-   * `unlock()` releases the current holder. For the read lock, holds known to have ended are dropped.
-   */
+  /** Records the lease end of a contextless hold (Infinity while the watchdog renews it), for `stillHolds`. */
   private remember(ctx: LockContext, until: number): void {
-    const now = monotonic();
     ctx.until = until;
     ctx.releasing = false;
-    if (this.exclusive) this.contextless = [ctx]; // made with its one entry (a list grown from empty reserves room for 16)
-    else {
-      this.contextless = this.contextless.filter((c) => c !== ctx && (c.releasing! || (c.until! > now && (c.until! < Infinity || this.core.watchdog.renews(this.key, this.ownerOf(c))))));
-      this.contextless.push(ctx);
-    }
-  }
-
-  /** The oldest contextless hold no `unlock()` is releasing, if any: among `own` (the calling task's owners) unless it is empty. */
-  private releasable(own: readonly LockContext[]): Contextless | undefined {
-    for (const held of this.contextless) if (!held.releasing && (own.length === 0 || own.includes(held))) return held;
-    return undefined;
-  }
-
-  /** Removes `ctx` from this object's contextless holds (it holds nothing any more). */
-  private forget(ctx: LockContext): void {
-    const i = this.contextless.indexOf(ctx);
-    if (i >= 0) this.contextless.splice(i, 1); // never the shared empty list: it has no entry
   }
 
   /**
@@ -995,12 +1005,10 @@ export class RLock {
     if (reply !== null && Number(reply) >= 2) reply = Number(reply) - 2;
     if (reply === null) {
       recordReleased(ctx, this.holdKey, renewed, true);
-      if (ctx.detached) this.forget(ctx);
       if (call.released) core.watchdog.reportLost(call.released, call.releasedAt, call.controller);
       throw new IllegalMonitorStateError(this.name, owner);
     }
     const hold = recordReleased(ctx, this.holdKey, renewed);
-    if (ctx.detached && !ctx.holds.has(this.holdKey)) this.forget(ctx);
     if (core.debug && Number(reply) === 1) {
       core.log.debug({ lock: this.name, owner, holdMs: hold ? Math.round(monotonic() - hold.since) : undefined }, 'lock released');
     }
@@ -1132,9 +1140,11 @@ export class RLock {
     return (this.expected ??= { key: this.key, kind: this.kind });
   }
 
+  /** Sends the read `args` of this lock's key, kind-checked (`checkedRead`: another kind's key or other data throws `WrongTypeError`). */
   private read(args: string[]): Promise<unknown> {
     this.core.checkOpen();
-    return this.core.executor.run(args[0], () => this.core.connection.send(this.key, args), { idempotent: true, expects: this.expects });
+    const expects = this.expects;
+    return this.core.executor.run(args[0], () => checkedRead(this.core.connection, expects, args), { idempotent: true, expects });
   }
 }
 
@@ -1145,6 +1155,7 @@ export const requireLockUnit = (unit: TimeUnit | undefined): TimeUnit => require
 export function tryLockTimes(waitTime: number | undefined, leaseOrUnit: number | TimeUnit | undefined, unit: TimeUnit | undefined): [number, number | undefined] {
   if (waitTime === undefined) return [0, undefined];
   refuseOptionsObject(waitTime, 'waitTime', 'tryLock(1, 5, "seconds")', 'acquire(options)');
+  if (unit !== undefined) refuseStringTime(leaseOrUnit, 'leaseTime', 'tryLock(0, 5, "seconds")');
   if (typeof leaseOrUnit === 'string' || leaseOrUnit === undefined) {
     return [waitMillis(waitTime, requireLockUnit(leaseOrUnit)), undefined];
   }

@@ -1,11 +1,11 @@
 import { currentContext, type LockContext } from '../context.js';
 import type { Core } from '../core.js';
 import type { MetricKind } from '../observe/kinds.js';
-import { LockAcquireTimeoutError } from '../errors.js';
+import { IllegalMonitorStateError, LockAcquireTimeoutError, OwnerUnknownError, ReentryNeedsContextError } from '../errors.js';
 import type { LockHandle } from '../lock/handle.js';
 import { memberSteps as steps, requireLockUnit, tryLockTimes, type AcquireOptions, type RLock } from '../lock/lock.js';
-import { checkOptions, leaseMillis, optionLease, optionWait, type TimeUnit } from '../time.js';
-import { noteTaskHold, taskHolds, type TaskHold } from '../task-holds.js';
+import { checkOptions, leaseMillis, optionLease, optionWait, TIME_OPTION_KEYS, type TimeUnit } from '../time.js';
+import { newestAcquisition, newestNote, noteRefusal, noteTaskHold } from '../task-holds.js';
 import { checkMembers, contextsOf, groupHandle, groupName, type Holding } from './members.js';
 
 declare module '../observe/kinds.js' {
@@ -18,10 +18,16 @@ declare module '../observe/kinds.js' {
 }
 
 /** What a group acquisition got: the members it holds and, for RRedLock, the end of validity (monotonic ms). */
+/** Options of a multi-lock's or RRedLock's `acquire()`: `RLock.acquire`'s times and signal (no `identifier`: a group has one owner per member). */
+export type GroupAcquireOptions = Omit<AcquireOptions, 'identifier' | 'acquiredExternally'>;
+
 export interface Taken {
   readonly holding: Holding;
   readonly validUntil?: number | undefined;
 }
+
+/** Does nothing (settles a promise whatever its outcome). */
+const ignore = (): void => {};
 
 /** A contextless acquisition of a group object, not yet released: its owner on each member, the members it holds. */
 interface GroupHold {
@@ -35,8 +41,9 @@ interface GroupHold {
  * acquisition algorithm (`take`), and the handle. Ownership is each member's own: the caller's context,
  * resolved once per call; outside any context the group object is a mutex, as `RLock`'s contextless
  * acquisitions: each call is a new owner on every member (so concurrent calls on one group object exclude
- * each other), and `unlock()` releases the members the calling task holds (or, when the task made no
- * acquisition of the object, the members held by its current contextless holder).
+ * each other), and `unlock()` releases the members held by the calling task's newest `lock()`/`tryLock()`
+ * of the object, or refuses (see `unlock`); a task that holds the object and acquires it again without a
+ * context is refused with `ReentryNeedsContextError`.
  */
 export abstract class GroupLock {
   /** The member locks, in the order given. */
@@ -75,9 +82,7 @@ export abstract class GroupLock {
    */
   async lock(leaseTime?: number, unit?: TimeUnit): Promise<void> {
     const lease = leaseTime === undefined ? undefined : leaseMillis(leaseTime, requireLockUnit(unit));
-    const ctxs = contextsOf(this.locks);
-    const note = this.note(ctxs);
-    this.remember(ctxs, await this.takeAs(ctxs, Infinity, lease, undefined).finally(() => note && (note.done = true)));
+    await this.takeNoted(Infinity, lease);
   }
 
   /**
@@ -91,11 +96,7 @@ export abstract class GroupLock {
   tryLock(waitTime: number, leaseTime: number, unit: TimeUnit): Promise<boolean>;
   async tryLock(waitTime?: number, leaseOrUnit?: number | TimeUnit, unit?: TimeUnit): Promise<boolean> {
     const [wait, lease] = tryLockTimes(waitTime, leaseOrUnit, unit);
-    const ctxs = contextsOf(this.locks);
-    const note = this.note(ctxs);
-    const taken = await this.takeAs(ctxs, wait, lease, undefined).finally(() => note && (note.done = true));
-    this.remember(ctxs, taken);
-    return taken !== undefined;
+    return (await this.takeNoted(wait, lease)) !== undefined;
   }
 
   /**
@@ -106,12 +107,13 @@ export abstract class GroupLock {
    * time it waits as long as it takes. Throws `LockAcquireTimeoutError` when the wait ran out,
    * `signal.reason` when aborted, and the errors of `lock()`.
    */
-  async acquire(options: AcquireOptions = {}): Promise<LockHandle> {
-    checkOptions(options);
+  async acquire(options: GroupAcquireOptions = {}): Promise<LockHandle> {
+    checkOptions(options, TIME_OPTION_KEYS);
     const wait = optionWait(options);
     const lease = optionLease(options);
     options.signal?.throwIfAborted();
     const ctxs = contextsOf(this.locks);
+    this.refuseReentry(ctxs);
     const taken = await this.takeAs(ctxs, wait, lease, options.signal);
     if (!taken) throw new LockAcquireTimeoutError(this.name, wait);
     const hold = this.remember(ctxs, taken);
@@ -133,27 +135,74 @@ export abstract class GroupLock {
 
   /**
    * Releases the caller's hold on the members (Redisson's `unlock()`): inside a context, one hold of the
-   * context on every member (`RLock.unlock()` of each); outside any context, the members held by the
-   * calling task's own `lock()`/`tryLock()` of this object, or, when the task made none, by this object's
-   * current contextless holder (as `RLock.unlock()`). A task whose hold was superseded (its lease ran out
-   * and another task took the group) releases nothing. See each class for how failures are reported.
+   * context on every member (`RLock.unlock()` of each); outside any context, as `RLock.unlock()`: the
+   * members held by the calling task's newest `lock()`/`tryLock()` of this object (waiting for it while it
+   * is in flight), and nothing else. Throws `IllegalMonitorStateError` when that acquisition holds nothing
+   * (refused, released, or superseded: its lease ran out and another task took the group), and
+   * `OwnerUnknownError` when the calling task made none (see `RLock.unlock`). See each class for how
+   * failures of member releases are reported.
    */
   async unlock(): Promise<void> {
-    const own = currentContext() ? undefined : taskHolds(this);
-    const hold = own && (own.length === 0 || (this.holder && own.includes(this.holder.ctxs[0]))) ? this.holder : undefined;
-    if (hold) this.holder = undefined;
-    // Inside a context: that context on every member; outside, with no holder: new owners, which hold nothing.
-    const ctxs = hold?.ctxs ?? contextsOf(this.locks);
-    const members = hold?.held ?? this.locks.map((_, i) => i);
-    await this.releaseAll(members.map((i) => steps.release(this.locks[i], ctxs[i])));
+    if (currentContext()) {
+      const ctxs = contextsOf(this.locks);
+      await this.releaseAll(this.locks.map((lock, i) => steps.release(lock, ctxs[i])));
+      return;
+    }
+    const note = newestNote(this);
+    if (!note) throw new OwnerUnknownError(this.name, `${steps.clientId(this.locks[0])}:?`);
+    if (!note.done) await note.call!.then(ignore, ignore);
+    const hold = this.holder;
+    if (hold?.ctxs[0] !== note.owner) throw new IllegalMonitorStateError(this.name, `${steps.clientId(this.locks[0])}:${note.owner.id}`);
+    this.holder = undefined;
+    await this.releaseAll(hold.held.map((i) => steps.release(this.locks[i], hold.ctxs[i])));
+  }
+
+  /**
+   * For `isHeldByCurrentContext`: whether the caller's owner holds each member (`HGET` on each). Outside a
+   * context, the owners of the calling task's newest `lock()`/`tryLock()` of this object while it is the
+   * current holder (otherwise new owners, which hold nothing).
+   */
+  protected membersHeld(): Array<Promise<boolean>> {
+    const note = currentContext() ? undefined : newestNote(this);
+    const ctxs = note && this.holder?.ctxs[0] === note.owner ? this.holder.ctxs : contextsOf(this.locks);
+    return this.locks.map((lock, i) => steps.held(lock, ctxs[i]));
   }
 
   /** Waits for member releases and reports their failures (see each class). */
   protected abstract releaseAll(releases: Array<Promise<void>>): Promise<void>;
 
-  /** Notes a contextless call's owners in the calling task (see task-holds.ts); call before any await. */
-  private note(ctxs: readonly LockContext[]): TaskHold | undefined {
-    return ctxs[0].detached ? noteTaskHold(this, ctxs[0]) : undefined;
+  /**
+   * `lock()` / `tryLock()`: takes the group for the caller and records a contextless grant as the current
+   * holder; outside a context the call is noted in the calling task first (see task-holds.ts), before any
+   * await, and refused when the task's own earlier acquisition still holds the group or is in flight.
+   */
+  private takeNoted(waitMs: number, leaseMs: number | undefined): Promise<Taken | undefined> {
+    const ctxs = contextsOf(this.locks);
+    try {
+      this.refuseReentry(ctxs);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    const note = ctxs[0].detached ? noteTaskHold(this, ctxs[0]) : undefined;
+    const call = this.takeAs(ctxs, waitMs, leaseMs, undefined)
+      .then((taken) => {
+        this.remember(ctxs, taken);
+        return taken;
+      })
+      .finally(() => note && (note.done = true));
+    if (note) note.call = call;
+    return call;
+  }
+
+  /** Outside a context, throws `ReentryNeedsContextError` when the caller's own earlier acquisition of this object holds it (see `RLock.acquireForCaller`). */
+  private refuseReentry(ctxs: readonly LockContext[]): void {
+    if (!ctxs[0].detached) return;
+    const earlier = newestAcquisition(this);
+    if (earlier?.done && this.holder?.ctxs[0] === earlier.owner) {
+      // Noted, so that this task's unlock() never releases a sibling's hold (see RLock.acquireForCaller).
+      noteRefusal(this, ctxs[0]);
+      throw new ReentryNeedsContextError(this.name);
+    }
   }
 
   /**

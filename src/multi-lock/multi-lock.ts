@@ -55,8 +55,8 @@ type RoundResult =
  *
  * Ownership is each member's own: the caller's context or, outside any context, a new owner per member
  * and call (as `RLock`'s contextless acquisitions: concurrent calls on one multi-lock object exclude each
- * other, and a contextless `unlock()` releases the members held by the object's current contextless
- * holder, see `GroupLock`). Call `unlock()`
+ * other, and a contextless `unlock()` releases only the members held by the calling task's newest
+ * acquisition, see `GroupLock`). Call `unlock()`
  * from the same context, or use the handle from `acquire()`. Keys and channels are the members' own; the
  * multi-lock stores nothing. Reentrant through its members inside a context.
  */
@@ -80,9 +80,9 @@ export class RMultiLock extends GroupLock {
     throwFirst(failures(await Promise.allSettled(releases)));
   }
 
-  /** Whether the caller holds every member (`HEXISTS` on each). Throws as `RLock.isHeldByCurrentContext`. */
+  /** Whether the caller holds every member (`HGET` on each; outside a context, see `GroupLock.membersHeld`). Throws as `RLock.isHeldByCurrentContext`. */
   async isHeldByCurrentContext(): Promise<boolean> {
-    const held = await Promise.all(this.locks.map((lock) => lock.isHeldByCurrentContext()));
+    const held = await Promise.all(this.membersHeld());
     return held.every(Boolean);
   }
 

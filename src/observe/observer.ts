@@ -63,6 +63,9 @@ const ERROR = Object.freeze({ 'relock.outcome': 'error' });
 const RENEWED = Object.freeze({ 'relock.outcome': 'renewed' });
 const EXPIRED = Object.freeze({ 'relock.outcome': 'expired' });
 
+/** The most measurements buffered while `@opentelemetry/api` loads (see `Observer.meter`): a bound on memory if it never settles. */
+const MAX_BUFFERED = 10_000;
+
 /** Span status code ERROR of `@opentelemetry/api` (`SpanStatusCode.ERROR`). */
 const ERROR_STATUS = 2;
 
@@ -81,6 +84,14 @@ export class Observer {
   private otel: Otel | undefined;
   /** Settles once `@opentelemetry/api` was loaded, or found missing, or not asked for. */
   readonly ready: Promise<void>;
+  /**
+   * True while `@opentelemetry/api` is being loaded: operations are then measured as if a meter recorded,
+   * and their measurements wait in `buffered` (see `meter`), so that the first operations of a client
+   * are counted too.
+   */
+  private pending = false;
+  /** Measurements made while `pending`, applied in order once the API has loaded (dropped when it is missing); at most `MAX_BUFFERED`. */
+  private buffered: ((otel: Otel) => void)[] = [];
   /** Holds counted in `relock.held`, by `key + ' ' + owner`. */
   private readonly holds = new Map<string, Hold>();
 
@@ -94,12 +105,35 @@ export class Observer {
       this.ready = Promise.resolve();
       return;
     }
+    this.pending = true;
     this.ready = load().then(
       (api) => {
-        this.otel = new Otel(api as ConstructorParameters<typeof Otel>[0], options ?? {});
+        const otel = new Otel(api as ConstructorParameters<typeof Otel>[0], options ?? {});
+        this.otel = otel;
+        this.settleBuffer(otel);
       },
-      (error: unknown) => log.debug({ err: error }, '@opentelemetry/api not loaded: no metrics or spans'),
+      (error: unknown) => {
+        log.debug({ err: error }, '@opentelemetry/api not loaded: no metrics or spans');
+        this.settleBuffer(undefined);
+      },
     );
+  }
+
+  /** The API has loaded (`otel`) or was found missing: applies the buffered measurements to it, or drops them. */
+  private settleBuffer(otel: Otel | undefined): void {
+    const buffered = this.buffered;
+    this.buffered = [];
+    this.pending = false;
+    if (otel) for (const record of buffered) record(otel);
+  }
+
+  /**
+   * Records `record` on the instruments: at once when the API has loaded, into the buffer while it is
+   * loading (at most `MAX_BUFFERED` measurements: later ones are dropped), not at all without it.
+   */
+  private meter(record: (otel: Otel) => void): void {
+    if (this.otel) record(this.otel);
+    else if (this.pending && this.buffered.length < MAX_BUFFERED) this.buffered.push(record);
   }
 
   /**
@@ -108,21 +142,27 @@ export class Observer {
    * the hooks stay unset and cost nothing.
    */
   count(executor: Executor, watchdog: Watchdog): void {
-    void this.ready.then(() => {
-      const otel = this.otel;
-      if (!otel) return;
-      const byOperation = new Map<string, { 'relock.request': string }>();
+    const byOperation = new Map<string, { 'relock.request': string }>();
+    const install = (record: (measure: (otel: Otel) => void) => void): void => {
       executor.onRequest = (operation) => {
         let attributes = byOperation.get(operation);
         if (!attributes) byOperation.set(operation, (attributes = { 'relock.request': operation }));
-        otel.requests.add(1, attributes);
+        const requestAttributes = attributes;
+        record((otel) => otel.requests.add(1, requestAttributes));
       };
-      watchdog.onRenewal = (answered, renewed, gone) => {
-        otel.requests.add(1, RENEW_REQUEST);
-        otel.renewalCalls.add(1, answered ? OK : ERROR);
-        if (renewed > 0) otel.renewals.add(renewed, RENEWED);
-        if (gone > 0) otel.renewals.add(gone, EXPIRED);
-      };
+      watchdog.onRenewal = (answered, renewed, gone) =>
+        record((otel) => {
+          otel.requests.add(1, RENEW_REQUEST);
+          otel.renewalCalls.add(1, answered ? OK : ERROR);
+          if (renewed > 0) otel.renewals.add(renewed, RENEWED);
+          if (gone > 0) otel.renewals.add(gone, EXPIRED);
+        });
+    };
+    if (this.pending) install((measure) => this.meter(measure));
+    void this.ready.then(() => {
+      const otel = this.otel;
+      if (otel) install((measure) => measure(otel));
+      else [executor.onRequest, watchdog.onRenewal] = [undefined, undefined];
     });
   }
 
@@ -132,6 +172,7 @@ export class Observer {
    * paths check it first and then skip `acquire`'s closure.
    */
   get acquiresQuietly(): boolean {
+    if (this.pending) return false;
     const otel = this.otel;
     if (otel?.metrics === true || (acquireChannel as { hasSubscribers?: boolean }).hasSubscribers === true || lostChannel.hasSubscribers) return false;
     return otel === undefined || otel.tracesNothing();
@@ -139,6 +180,7 @@ export class Observer {
 
   /** As `acquiresQuietly`, for `release` (which also has counted holds to drop). */
   get releasesQuietly(): boolean {
+    if (this.pending) return false;
     const otel = this.otel;
     if (otel?.metrics === true || (releaseChannel as { hasSubscribers?: boolean }).hasSubscribers === true || lostChannel.hasSubscribers) return false;
     return otel === undefined || (this.holds.size === 0 && otel.tracesNothing());
@@ -161,7 +203,7 @@ export class Observer {
     if (this.acquiresQuietly) return run(IDLE);
     const otel = this.otel;
     const traced = (acquireChannel as { hasSubscribers?: boolean }).hasSubscribers === true;
-    const counted = otel?.metrics === true || traced || lostChannel.hasSubscribers;
+    const counted = this.pending || otel?.metrics === true || traced || lostChannel.hasSubscribers;
     const parent = otel?.api.context.active();
     const span = otel?.tracer.startSpan('relock.acquire', { attributes: this.spanAttributes(otel, kind, name) }, parent);
     // Metrics to the no-op meter, a span of the no-op tracer, nobody subscribed: nothing to measure.
@@ -180,7 +222,7 @@ export class Observer {
       busy: () => {
         if (waiting || waitMs <= 0) return;
         waiting = true;
-        otel?.waiters.add(1, attributes);
+        this.meter((o) => o.waiters.add(1, attributes));
       },
     };
     const settle = (outcome: AcquireOutcome, error?: unknown): void => {
@@ -188,11 +230,16 @@ export class Observer {
       message.attempts = attempts;
       message.wokenBy = wokenBy;
       if (outcome === 'acquired') for (const holder of list(holders)) this.held(kind, key, holder);
-      if (!otel) return;
       const outcomeAttributes = { 'relock.kind': kind, 'relock.outcome': outcome };
-      otel.acquireDuration.record((monotonic() - start) / 1000, outcomeAttributes);
-      otel.acquires.add(1, outcomeAttributes);
-      if (waiting) otel.waiters.add(-1, attributes);
+      const seconds = (monotonic() - start) / 1000;
+      const waited = waiting;
+      this.meter((o) => {
+        o.acquireDuration.record(seconds, outcomeAttributes);
+        o.acquires.add(1, outcomeAttributes);
+        if (waited) o.waiters.add(-1, attributes);
+      });
+      // Spans start only once the API has loaded (a call started while it was loading has none).
+      if (!otel) return;
       span!.setAttributes({ 'relock.outcome': outcome, 'relock.wait_time_ms': Number.isFinite(waitMs) ? waitMs : -1, 'relock.attempts': attempts, 'relock.woken_by': wokenBy });
       if (outcome !== 'acquired') span!.setStatus({ code: ERROR_STATUS, message: outcome === 'error' ? String((error as Error | undefined)?.message ?? error) : outcome });
       if (error !== undefined) span!.recordException(error as Error);
@@ -224,7 +271,7 @@ export class Observer {
     if (this.releasesQuietly) return run();
     const otel = this.otel;
     const traced = (releaseChannel as { hasSubscribers?: boolean }).hasSubscribers === true;
-    const counted = otel?.metrics === true || traced || lostChannel.hasSubscribers;
+    const counted = this.pending || otel?.metrics === true || traced || lostChannel.hasSubscribers;
     const parent = otel?.api.context.active();
     const span = otel?.tracer.startSpan('relock.release', { attributes: this.spanAttributes(otel, kind, name) }, parent);
     // As in `acquire`, unless holds counted earlier (a subscriber then) are still to be dropped.
@@ -233,7 +280,7 @@ export class Observer {
     const observed = (): Promise<T> =>
       run().then(
         (value) => {
-          if (released(value)) for (const holder of list(holders)) this.unheld(otel, kind, `${key} ${holder}`, message);
+          if (released(value)) for (const holder of list(holders)) this.unheld(kind, `${key} ${holder}`, message);
           else span?.setStatus({ code: ERROR_STATUS, message: 'not held' });
           span?.end();
           return value;
@@ -254,7 +301,8 @@ export class Observer {
     const id = `${event.key} ${event.owner}`;
     const kind = this.holds.get(id)?.kind;
     this.drop(id);
-    this.otel?.lost.add(1, kind ? { 'relock.kind': kind, 'relock.reason': event.reason } : { 'relock.reason': event.reason });
+    const attributes = kind ? { 'relock.kind': kind, 'relock.reason': event.reason } : { 'relock.reason': event.reason };
+    this.meter((otel) => otel.lost.add(1, attributes));
     if (lostChannel.hasSubscribers) lostChannel.publish({ kind, name: event.name, key: event.key, owner: event.owner, reason: event.reason } satisfies LostMessage);
   }
 
@@ -278,18 +326,19 @@ export class Observer {
     const hold = this.holds.get(id);
     if (hold) hold.count++;
     else this.holds.set(id, { kind, count: 1, since: monotonic() });
-    this.otel?.held.add(1, attributesOf(kind));
+    this.meter((otel) => otel.held.add(1, attributesOf(kind)));
   }
 
   /** Counts one hold of `id` fewer; the last one's hold duration is recorded (and set on `message`). */
-  private unheld(otel: Otel | undefined, kind: MetricKind, id: string, message: ReleaseMessage): void {
+  private unheld(kind: MetricKind, id: string, message: ReleaseMessage): void {
     const hold = this.holds.get(id);
     if (!hold) return;
-    otel?.held.add(-1, attributesOf(kind));
+    this.meter((otel) => otel.held.add(-1, attributesOf(kind)));
     if (--hold.count > 0) return;
     this.holds.delete(id);
-    message.heldMs = monotonic() - hold.since;
-    otel?.holdDuration.record(message.heldMs / 1000, attributesOf(kind));
+    const heldMs = monotonic() - hold.since;
+    message.heldMs = heldMs;
+    this.meter((otel) => otel.holdDuration.record(heldMs / 1000, attributesOf(kind)));
   }
 
   /** Forgets every counted hold of `id` (it is gone from Redis). */
@@ -297,7 +346,7 @@ export class Observer {
     const hold = this.holds.get(id);
     if (!hold) return;
     this.holds.delete(id);
-    this.otel?.held.add(-hold.count, attributesOf(hold.kind));
+    this.meter((otel) => otel.held.add(-hold.count, attributesOf(hold.kind)));
   }
 
   /** The attributes a span starts with: the kind, and the name unless `recordNames` is off. */

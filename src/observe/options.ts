@@ -13,13 +13,16 @@ export interface TracerProviderLike {
 /**
  * The `otel` option of `createLockClient`: where relock's OpenTelemetry metrics and spans go. relock
  * records them only when the optional peer dependency `@opentelemetry/api` is installed; unless given as
- * `api`, it is loaded with a dynamic `import()` when the client is created, and metrics and spans start
- * once it has loaded (operations that start before, in the first moments of the client, are not recorded).
+ * `api`, it is loaded with a dynamic `import()` when the client is created. Metrics count from the
+ * client's first operation either way: what happens while the import is under way is measured and
+ * buffered (at most 10,000 measurements), then recorded once it has loaded (dropped if the package is
+ * missing). Spans start once the API is there: give `api` to have spans of the very first operations too.
  */
 export interface OtelOptions {
   /**
    * The `@opentelemetry/api` module (`import * as api from '@opentelemetry/api'`): given, relock records
-   * from the client's first operation and loads nothing itself. Default: loaded in the background.
+   * metrics and spans from the client's first operation and loads nothing itself. Default: loaded in the
+   * background (metrics of the operations made meanwhile are buffered, see above; spans start once loaded).
    */
   api?: object;
   /** The meter provider of relock's metrics. Default: the global one (`metrics.getMeterProvider()`). */

@@ -1,8 +1,13 @@
+import { PermitNotHeldError } from '../errors.js';
 import type { TimeUnit } from '../time.js';
 
 /** What a handle asks its semaphore to do. @internal */
 export interface PermitHandleOps {
-  release(): Promise<void>;
+  /**
+   * Releases the handle's permits, all or nothing (`PermitNotHeldError` when one is not held); with
+   * `disposing`, the ones still held are released even when others are gone, and nothing is thrown for those.
+   */
+  release(disposing: boolean): Promise<void>;
   /** Resolves to the new lease in milliseconds. */
   updateLeaseTime(leaseTime: number, unit: TimeUnit | undefined): Promise<number>;
 }
@@ -47,7 +52,7 @@ export class PermitHandle implements AsyncDisposable {
    * Redis could not be reached.
    */
   release(): Promise<void> {
-    this.released ??= this.ops.release();
+    this.released ??= this.ops.release(false);
     return this.released;
   }
 
@@ -62,10 +67,20 @@ export class PermitHandle implements AsyncDisposable {
   }
 
   /**
-   * `await using permits = await semaphore.acquire()` releases at the end of the block. Throws as
-   * `release()`: when a permit expired meanwhile the block ends with `PermitNotHeldError`.
+   * `await using permits = await semaphore.acquire()` releases at the end of the block: every permit of
+   * the handle still held. A permit that had already ended (its lease ran out, the watchdog lost it) is
+   * not an error here: that was reported through `signal` (aborted with a `LockLostError`) and, for a
+   * permit the watchdog renewed, the client's `lockLost` event; so the block's end does not throw
+   * `PermitNotHeldError`, and an error thrown by the block itself reaches the caller as it is (not inside
+   * a `SuppressedError`). Other failures (`RedisUnavailableError`, `ClientClosedError`) still throw. An
+   * explicit `release()` throws `PermitNotHeldError` as before (and then releases none).
    */
-  [Symbol.asyncDispose](): Promise<void> {
-    return this.release();
+  async [Symbol.asyncDispose](): Promise<void> {
+    this.released ??= this.ops.release(true);
+    try {
+      await this.released;
+    } catch (error) {
+      if (!(error instanceof PermitNotHeldError)) throw error;
+    }
   }
 }

@@ -61,7 +61,7 @@ const positionsReply = (reply: unknown): number[] | number => (Array.isArray(rep
  * Acquire. `leaseMs`; `count` = permits n; `idBase`: the ids are the base itself when n = 1, else
  * `base:1` … `base:n`. On a retry whose earlier attempt went through (the first id exists) only the
  * expiries are renewed. Takes the permits if n are free and returns 1; else returns `{ free, ms until the
- * nearest expiry or -1 }` (see `takeReply`). Ids are stamped in chunks (no `unpack` of a long list).
+ * nearest expiry or -1, 1 when the limit was ever set else 0 }` (see `takeReply`). Ids are stamped in chunks (no `unpack` of a long list).
  */
 export const ACQUIRE = script({
   name: 'permits.acquire',
@@ -80,7 +80,7 @@ if retried or available >= n then
   return 1
 end
 local first = redis.call('zrange', permits, 0, 0, 'WITHSCORES')
-return {available, first[2] and (tonumber(first[2]) - now) or -1}`,
+return {available, first[2] and (tonumber(first[2]) - now) or -1, redis.call('exists', limit)}`,
   parse: takeReply,
 });
 

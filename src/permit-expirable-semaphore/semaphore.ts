@@ -5,9 +5,11 @@ import { auxName, mainKey } from '../keys.js';
 import { clientWait, type Attempt } from '../pubsub/wait.js';
 import { runObjectScript, type ObjectRunOptions, type ObjectScript } from '../redis/object-script.js';
 import { acquireOutcome, permitCount, permitDelta, permitTotal, positiveTime, requirePermitUnit, tookPermits, WAKE_BY_PERMITS } from '../semaphore/permits.js';
-import { checkOptions, leaseMillis, optionLease, optionWait, refuseOptionsObject, waitMillis, type TimeUnit } from '../time.js';
+import { optionKeys } from '../option-keys.js';
+import { checkOptions, leaseMillis, optionLease, optionWait, refuseOptionsObject, refuseStringTime, timeFields, waitMillis, type TimeUnit } from '../time.js';
 import { HoldSignal, type RenewalKind } from '../watchdog/hold.js';
 import { ObjectKeys } from '../object-keys.js';
+import { warnIfUnset } from '../semaphore/unset.js';
 import { PermitHandle } from './handle.js';
 import { ACQUIRE, ADD_LIMIT, COUNTS, LEASE_TIME, RELEASE, RENEW, SET_LIMIT, TRY_SET_LIMIT, UPDATE_LEASE } from './scripts.js';
 
@@ -48,6 +50,9 @@ export interface PermitAcquireOptions {
   /** Aborts the wait; the promise then rejects with `signal.reason`. */
   signal?: AbortSignal;
 }
+
+/** The keys of `PermitAcquireOptions` (any other key is refused: `refuseUnknownKeys`). */
+const ACQUIRE_KEYS = optionKeys<PermitAcquireOptions>({ ...timeFields(), permits: true });
 
 /** The renewal kind of expirable permits: one hold per permit id, renewed by `permits.renew`. */
 export const PERMIT_RENEWAL: RenewalKind = { script: RENEW, keysPerHold: 1 };
@@ -107,12 +112,15 @@ export class RPermitExpirableSemaphore {
   /**
    * Acquires permits and returns a handle that releases them (`release()` or `await using`), with an
    * `AbortSignal` that aborts when a permit is lost. Without a wait time it waits until enough permits
-   * are free; without a lease the watchdog renews the permits until released. Throws
+   * are free; without a lease the watchdog renews the permits until released. A number is the count of
+   * permits (`acquire(3)` is `acquire({ permits: 3 })`, as Redisson's `acquire(permits)` and
+   * `RSemaphore.acquire(3)`). While the semaphore's permits were never set it waits (until some process
+   * sets them) and logs a warning once per name through the client's logger. Throws
    * `PermitAcquireTimeoutError` when the wait time runs out, `signal.reason` when aborted,
    * `InvalidArgumentError`, `WrongTypeError`, `RedisUnavailableError`, `ClientClosedError`.
    */
-  async acquire(options: PermitAcquireOptions = {}): Promise<PermitHandle> {
-    checkOptions(options);
+  async acquire(permitsOrOptions: number | PermitAcquireOptions = {}): Promise<PermitHandle> {
+    const options = typeof permitsOrOptions === 'number' ? { permits: permitsOrOptions } : checkOptions(permitsOrOptions, ACQUIRE_KEYS);
     const permits = permitCount(options.permits ?? 1);
     const wait = optionWait(options);
     const lease = optionLease(options);
@@ -125,19 +133,29 @@ export class RPermitExpirableSemaphore {
   /**
    * Tries to acquire (Redisson's `tryAcquire`) and resolves to the permit id, or `undefined` when too
    * few permits were free for the whole wait: `tryAcquire()` makes exactly one attempt with the
-   * watchdog; `tryAcquire(waitTime, unit)` waits up to `waitTime` (<= 0, such as -1: one attempt, as in Redisson) with the watchdog;
+   * watchdog; `tryAcquire(permits)` makes one attempt at `permits` permits with the watchdog and resolves
+   * to their ids (Redisson's `tryAcquire(int permits)`; a single number is a count of permits, as in
+   * `RSemaphore.tryAcquire(3)`, never a time: a time always comes with its unit); `tryAcquire(waitTime, unit)` waits up to `waitTime` (<= 0, such as -1: one attempt, as in Redisson) with the watchdog;
    * `tryAcquire(waitTime, leaseTime, unit)` gives the permit a lease (-1: watchdog);
    * `tryAcquire(permits, waitTime, leaseTime, unit)` takes several permits at once and resolves to their
    * ids. A watchdog permit is renewed until `release(id)` on any object of this client. Throws
    * `InvalidArgumentError`, `WrongTypeError`, `RedisUnavailableError`, `ClientClosedError`.
    */
   tryAcquire(): Promise<string | undefined>;
+  tryAcquire(permits: number): Promise<string[] | undefined>;
   tryAcquire(waitTime: number, unit: TimeUnit): Promise<string | undefined>;
   tryAcquire(waitTime: number, leaseTime: number, unit: TimeUnit): Promise<string | undefined>;
   tryAcquire(permits: number, waitTime: number, leaseTime: number, unit: TimeUnit): Promise<string[] | undefined>;
   async tryAcquire(first?: number, second?: number | TimeUnit, third?: number | TimeUnit, fourth?: TimeUnit): Promise<string | string[] | undefined> {
     if (first === undefined) return (await this.grant(1, 0, undefined, undefined))?.ids[0];
     refuseOptionsObject(first, 'waitTime', 'tryAcquire(1, 60, "seconds")', 'acquire(options)');
+    if (second === undefined && third === undefined && fourth === undefined) {
+      const grant = await this.grant(permitCount(first), 0, undefined, undefined);
+      return grant && [...grant.ids];
+    }
+    if (third !== undefined && typeof third !== 'string') refuseStringTime(second, 'waitTime', 'tryAcquire(2, 5, 60, "seconds")');
+    if (typeof third === 'string') refuseStringTime(second, 'leaseTime', 'tryAcquire(0, 60, "seconds")');
+    if (fourth !== undefined) refuseStringTime(third, 'leaseTime', 'tryAcquire(2, 5, 60, "seconds")');
     if (typeof second === 'string') return (await this.grant(1, waitMillis(first, second), undefined, undefined))?.ids[0];
     if (typeof third === 'string' || third === undefined) {
       const unit = requirePermitUnit(third);
@@ -308,9 +326,10 @@ export class RPermitExpirableSemaphore {
       signal,
       onSend: (at) => (sentAt = at),
       onLateResults: (replies) => {
-        if (tookPermits(replies)) void this.undo(ids);
+        return tookPermits(replies) ? this.undo(ids) : undefined;
       },
     });
+    warnIfUnset(this.core, 'expirable-semaphore', this.name, take);
     return acquireOutcome(take, sentAt);
   }
 
@@ -367,10 +386,13 @@ export class RPermitExpirableSemaphore {
     if (leaseMs === undefined) hold.followRenewals();
     else hold.followLease(grant.sentAt, leaseMs);
     return new PermitHandle(this.name, grant.ids, hold.signal, leaseMs, {
-      release: async () => {
+      release: async (disposing) => {
         hold.stop(false);
         const gone = await this.releaseIds(grant.ids);
-        if (gone.length > 0) throw this.notHeld(gone);
+        if (gone.length === 0) return;
+        if (!disposing) throw this.notHeld(gone);
+        const left = grant.ids.filter((id) => !gone.includes(id));
+        if (left.length > 0) await this.releaseIds(left);
       },
       updateLeaseTime: async (leaseTime, unit) => {
         const lease = positiveLease(leaseTime, requirePermitUnit(unit));

@@ -59,9 +59,9 @@ interface Shared {
  *
  * Ownership as `RLock`: inside a context the owner is the context that already holds either side, else
  * the innermost context. Outside any context each acquisition is an owner of its own (see `RLock`): a
- * contextless write lock is a mutex, contextless read holds are separate readers, and a downgrade (or an
- * upgrade attempt) needs a context; without one, taking the read lock while this task holds the write
- * lock waits for itself.
+ * contextless write lock is a mutex, contextless read holds are separate readers (a task that holds a read
+ * and takes it again gets `ReentryNeedsContextError`), and a downgrade (or an upgrade attempt) needs a
+ * context; without one, taking the read lock while this task holds the write lock waits for itself.
  *
  * Redis keys (one slot): the hash `keyPrefix + name` (`mode` → `read` | `write`, `<owner>` → read holds,
  * `<owner>:write` → write holds) and `relock:leases:{name}` (ZSET, one member per hold → its deadline in
@@ -219,8 +219,6 @@ abstract class ReadWriteSide extends RLock {
  * its own lease; the watchdog renews the holds taken without one.
  */
 export class RReadLock extends ReadWriteSide {
-  /** Readers share the lock: a grant to a new reader says nothing about the other read holds. */
-  protected override readonly exclusive: boolean = false;
   protected override readonly metricKind = 'read_lock';
 
   /** @internal Use `RReadWriteLock.readLock()`. */

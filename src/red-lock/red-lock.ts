@@ -2,7 +2,7 @@ import { pause, roundDelay } from '../backoff.js';
 import type { LockContext } from '../context.js';
 import { outsideContexts } from '../context.js';
 import type { Core } from '../core.js';
-import { ClientClosedError, IllegalMonitorStateError, RedisUnavailableError } from '../errors.js';
+import { ClientClosedError, IllegalMonitorStateError, RedisUnavailableError, WrongTypeError } from '../errors.js';
 import type { LockHandle } from '../lock/handle.js';
 import { memberSteps as steps, type Grant } from '../lock/lock.js';
 import { GroupLock, type Taken } from '../multi-lock/group-lock.js';
@@ -123,16 +123,16 @@ export class RRedLock extends GroupLock {
 
   /**
    * Whether the caller holds a quorum of the members (`HEXISTS` on each node, as `RLock.isHeldByCurrentContext`;
-   * outside any context, this object's current contextless holder's). Nodes that do not answer within
+   * outside any context, the calling task's newest acquisition's, see `GroupLock.membersHeld`). Nodes that do not answer within
    * 1 s count as not held. Throws `RedisUnavailableError` only when the nodes that answered cannot tell
    * (fewer than a quorum held, but enough did not answer to make one), `ClientClosedError`.
    */
   async isHeldByCurrentContext(): Promise<boolean> {
-    const results = await settleWithin(this.locks.map((lock) => lock.isHeldByCurrentContext()), RELEASE_WAIT_MS);
+    const results = await settleWithin(this.membersHeld(), RELEASE_WAIT_MS);
     const held = results.filter((r) => r?.status === 'fulfilled' && r.value).length;
     const unknown = results.filter((r) => r?.status !== 'fulfilled').length;
-    const closed = failures(results).find((e) => e instanceof ClientClosedError);
-    if (closed) throw closed;
+    const definite = failures(results).find((e) => e instanceof ClientClosedError || e instanceof WrongTypeError);
+    if (definite) throw definite;
     if (held >= this.quorum) return true;
     if (held + unknown < this.quorum) return false;
     throw new RedisUnavailableError(`RRedLock ${this.name} (${this.locks.length - unknown} of ${this.locks.length} nodes answered, ${this.quorum} needed)`, { cause: failures(results)[0] });
@@ -196,6 +196,9 @@ export class RRedLock extends GroupLock {
     const errors = await releaseMembers(locks, ctxs, held);
     for (const err of errors) this.core.log.warn({ redLock: this.name, err }, 'could not release a RRedLock node after a failed round; it expires with its lease');
     signal?.throwIfAborted();
+    // A node whose key holds another kind or other data answered for sure: that is the error, not an unreachable quorum.
+    const wrongType = failures(results).find((e) => e instanceof WrongTypeError);
+    if (wrongType) throw wrongType;
     return { validUntil, answered, unavailable, error: failures(results)[0] };
   }
 }

@@ -52,9 +52,11 @@ export interface RunOptions<T> {
   /**
    * When the call finally fails (or is aborted) while attempts it stopped waiting for are still in
    * flight, called once with the results of those that later succeeded (an acquisition that went through
-   * after its caller gave up must be undone).
+   * after its caller gave up must be undone). When the caller aborted (`signal`), the call's rejection
+   * waits for those attempts and for a promise this returns (the undo), at most one response timeout, so
+   * that a rejected acquisition leaves nothing its caller can observe.
    */
-  onLateResults?: ((values: T[]) => void) | undefined;
+  onLateResults?: ((values: T[]) => void | Promise<void>) | undefined;
   /** Called when an attempt failed in a way that leaves its effect unknown. */
   onAmbiguous?: (() => void) | undefined;
 }
@@ -387,13 +389,25 @@ export class Executor {
       );
     } catch (error) {
       if (late && late.length > 0) {
-        void Promise.allSettled(late).then((results) => {
+        const undone = Promise.allSettled(late).then((results) => {
           const values = results.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : []));
-          if (values.length > 0) request.onLateResults!(values);
+          return values.length > 0 ? request.onLateResults!(values) : undefined;
         });
+        // Aborted by its caller: a late grant is undone before the rejection is delivered (issue 27), so that
+        // the caller never sees a hold of the call it was told failed; bounded by the response timeout.
+        if (request.signal?.aborted) await this.within(undone, this.responseTimeout);
+        else undone.catch(() => {});
       }
       throw await this.translate(operation, error, request);
     }
+  }
+
+  /** Waits for `promise` (its outcome ignored), at most `ms`. */
+  private async within(promise: Promise<unknown>, ms: number): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<void>((resolve) => (timer = outsideContexts(() => setTimeout(resolve, ms))));
+    await Promise.race([promise.catch(() => {}), timeout]);
+    clearTimeout(timer);
   }
 
   private retryable(error: unknown, options: RunOptions<never>): boolean {

@@ -1,3 +1,5 @@
+import { replyKind, type ReplyKind } from './replies.js';
+
 /**
  * How a failed Redis call failed, which decides whether it may be retried:
  * - `transient`: the command did not run (Redis said LOADING, BUSY, TRYAGAIN, CLUSTERDOWN, MASTERDOWN,
@@ -12,7 +14,8 @@
  */
 export type Failure = 'transient' | 'ambiguous' | 'closed' | 'wrongtype' | 'crossslot' | 'fatal';
 
-const TRANSIENT_REPLIES = /^(LOADING|BUSY|TRYAGAIN|CLUSTERDOWN|MASTERDOWN|READONLY|NOREPLICAS|MOVED|ASK)\b/;
+/** Replies of a command that did not run and may run if sent again (see replies.ts). */
+const TRANSIENT_REPLIES = new Set<ReplyKind>(['loading', 'busy', 'tryagain', 'clusterdown', 'masterdown', 'readonly', 'noreplicas', 'moved', 'ask']);
 const NOT_SENT = new Set(['ClientOfflineError', 'ConnectionTimeoutError', 'RootNodesUnavailableError', 'TimeoutError', 'CommandTimeoutDuringMaintenanceError', 'MaxCommandRedirectionsError', 'ReconnectStrategyError']);
 const IN_FLIGHT = new Set(['SocketClosedUnexpectedlyError', 'SocketTimeoutError', 'SocketTimeoutDuringMaintenanceError', 'DisconnectsClientError', 'ResponseTimeoutError']);
 /** ioredis / iovalkey: offline with the offline queue off, the cluster's nodes all unreachable or its slot table not loaded. */
@@ -20,9 +23,11 @@ const IOREDIS_NOT_SENT = /^(Stream isn't writeable and enableOfflineQueue option
 /**
  * ioredis / iovalkey: the connection closed with the command queued or in flight, `commandTimeout`, the
  * queue flushed after `maxRetriesPerRequest` reconnects (`autoResendUnfulfilledCommands` may have sent
- * it), or a Cluster's redirections ran out (the last try may have been on a connection that closed).
+ * it), a Cluster's redirections ran out (the last try may have been on a connection that closed), or
+ * (ioredis 6, `autoResendUnfulfilledCommands: false`) a command in flight when the connection closed,
+ * rejected at the reconnect instead of being sent again.
  */
-const IOREDIS_IN_FLIGHT = /^(Connection is closed\.|Command timed out|Reached the max retries per request limit|Too many Cluster redirections)/;
+const IOREDIS_IN_FLIGHT = /^(Connection is closed\.|Command timed out|Reached the max retries per request limit|Too many Cluster redirections|Command aborted due to connection close)/;
 /** GLIDE: the client already has its `inflightRequestsLimit` (1,000 by default) of requests in flight and did not send this one. */
 const GLIDE_INFLIGHT_LIMIT = 'Reached maximum inflight requests';
 const NOT_SENT_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH']);
@@ -41,10 +46,10 @@ export function classify(failure: unknown): Failure {
   const code: unknown = (error as { code?: unknown }).code;
   if (typeof code === 'string' && NOT_SENT_CODES.has(code)) return 'transient';
   if (typeof code === 'string' && code.startsWith('E')) return 'ambiguous';
-  if (error.message.startsWith('WRONGTYPE')) return 'wrongtype';
-  if (error.message.startsWith('CROSSSLOT')) return 'crossslot';
+  const reply = replyKind(error.message);
+  if (reply === 'wrongtype' || reply === 'crossslot') return reply;
   if (kind === 'NoSyncedReplicasError' || error.message.startsWith('ERR WAIT cannot be used with replica')) return 'transient';
-  if (TRANSIENT_REPLIES.test(error.message)) return 'transient';
+  if (TRANSIENT_REPLIES.has(reply)) return 'transient';
   return 'fatal';
 }
 
@@ -58,30 +63,6 @@ export class ResponseTimeoutError extends Error {
     super(atDeadline ? `no reply from Redis before the wait time ran out (${timeoutMs} ms)` : `no reply from Redis within ${timeoutMs} ms`);
     this.name = 'ResponseTimeoutError';
   }
-}
-
-/** What an ACL refusal names: a NOPERM reply, or (Redis 7.0) a script's error for a command it ran. */
-const DENIED = [
-  { pattern: /^NOPERM .*permissions to run the '([^']+)' command/, permission: 'command' },
-  { pattern: /^NOPERM .*\bkey/, permission: 'key' },
-  { pattern: /^NOPERM .*\bchannel/, permission: 'channel' },
-  { pattern: /^ERR The user executing the script can't run this command/, permission: 'command' },
-  { pattern: /^ERR The user executing the script can't access .*\bkeys?\b/, permission: 'key' },
-  { pattern: /^ERR The user executing the script can't publish to the channel/, permission: 'channel' },
-] as const;
-
-/**
- * The refused command and missing permission class when `failure` is an ACL refusal, else undefined.
- * `sent` is the command that was sent (named when the reply does not name the refused one).
- */
-export function deniedBy(failure: unknown, sent: string): { command: string; permission: 'command' | 'key' | 'channel' } | undefined {
-  const message = (failure as Error | null)?.message;
-  if (typeof message !== 'string') return undefined;
-  for (const { pattern, permission } of DENIED) {
-    const match = pattern.exec(message);
-    if (match) return { command: (match[1] ?? sent).toLowerCase(), permission };
-  }
-  return undefined;
 }
 
 /**

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { PermissionError } from '../errors.js';
 import type { Connection } from './connection.js';
-import { deniedBy } from './failures.js';
+import { deniedBy, replyKindOf } from './replies.js';
 
 /** What the library needs of a `Script` (script.ts): its name, Lua source, SHA1 and whether it only reads. */
 export interface LibraryScript {
@@ -76,9 +76,6 @@ function build(): Built {
   return built;
 }
 
-const MISSING = /^ERR Function not found/;
-const LOADED = /^ERR Library '[^']*' already exists/;
-
 /**
  * Runs `script` as a function (`FCALL`, or `FCALL_RO` for a read-only one) routed by `firstKey`, loading
  * the library first when the node does not have it. `command` is laid out as `[verb, function, numkeys,
@@ -93,10 +90,10 @@ export async function callFunction(connection: Connection, script: LibraryScript
   try {
     return await connection.send(firstKey, command);
   } catch (error) {
-    if (!(error instanceof Error) || !MISSING.test(error.message)) throw refusal(error, script.name, verb);
+    if (!(error instanceof Error) || replyKindOf(error) !== 'function-missing') throw refusal(error, script.name, verb);
   }
   await connection.sendKeyless(firstKey ?? '', ['FUNCTION', 'LOAD', library.code]).catch((error: unknown) => {
-    if (!(error instanceof Error) || !LOADED.test(error.message)) throw refusal(error, script.name, 'function|load');
+    if (!(error instanceof Error) || replyKindOf(error) !== 'library-exists') throw refusal(error, script.name, 'function|load');
   });
   return connection.send(firstKey, command).catch((error: unknown) => {
     throw refusal(error, script.name, verb);

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { Connection } from './connection.js';
-import { deniedBy } from './failures.js';
+import { deniedBy, replyKindOf } from './replies.js';
 import { callFunction, refusal, register } from './functions.js';
 
 /**
@@ -89,7 +89,7 @@ export abstract class Script {
    */
   private async afterEvalsha<R>(connection: Connection, command: string[], parse: (reply: unknown) => R, firstKey: string | undefined, scripting: Scripting | undefined, first: unknown): Promise<R> {
     try {
-      if (!(first instanceof Error) || !first.message.startsWith('NOSCRIPT')) throw first;
+      if (!(first instanceof Error) || replyKindOf(first) !== 'noscript') throw first;
       command[0] = 'EVAL';
       command[1] = this.source;
       return parse(await connection.send(firstKey, command));

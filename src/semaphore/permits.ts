@@ -52,14 +52,17 @@ export function positiveTime(value: number, unit: TimeUnit | undefined, argument
 /** The unit that must come with a time argument of a semaphore method. */
 export const requirePermitUnit = (unit: TimeUnit | undefined): TimeUnit => requireUnit(unit, 'tryAcquire(1, "seconds")');
 
-/** What a permit-taking script answered: the permits were taken, or not, with the ms to wait (-1: no expiry). */
-export type Take = true | { readonly retryAfterMs: number };
+/**
+ * What a permit-taking script answered: the permits were taken, or not, with the ms to wait (-1: no
+ * expiry) and whether the semaphore's permits were never set (`unset`: its key does not exist).
+ */
+export type Take = true | { readonly retryAfterMs: number; readonly unset: boolean };
 
 /**
  * Parses an acquire script's reply: the integer 1 when the permits were taken, else the table
- * `{ free permits, ms until the nearest permit expires or -1 }`.
+ * `{ free permits, ms until the nearest permit expires or -1 [, 0 when the semaphore does not exist] }`.
  */
-export const takeReply = (reply: unknown): Take => (Array.isArray(reply) ? { retryAfterMs: Number(reply[1]) } : true);
+export const takeReply = (reply: unknown): Take => (Array.isArray(reply) ? { retryAfterMs: Number(reply[1]), unset: reply[2] === 0 } : true);
 
 /** The wait loop's outcome of one attempt that answered `take`, with `value` when it took the permits. */
 export function acquireOutcome<T>(take: Take, value: T): Attempt<T> {

@@ -4,24 +4,38 @@ import { takeReply } from './permits.js';
 
 /**
  * RSemaphore scripts (Redisson's `RedissonSemaphore`), `ObjectScript`s. The key `semaphore` is a string
- * holding the number of free permits (missing = 0). Every script's first command on it is a string
- * command, which Redis refuses with WRONGTYPE (nothing written) on a key of another kind (every other
- * kind keeps a hash or a sorted set there). `permits` = the number of permits. Changes publish the new
- * free count on the channel.
+ * holding the number of free permits (missing = 0). Every script first reads it with `permitCount()`: a
+ * `GET`, which Redis refuses with WRONGTYPE (nothing written) on a key of another kind (every other kind
+ * keeps a hash or a sorted set there), and a string that is not an integer (data relock did not write)
+ * gets the error reply `WRONGTYPE relock:string` (a `WrongTypeError`), never a Lua error or NaN.
+ * `permits` = the number of permits. Changes publish the new free count on the channel.
  */
 
-/** Takes `permits` if that many are free: 1, else `{ free, -1 }` (no expiry to wait for); see `takeReply`. */
+/**
+ * Lua: `permitCount()`, the free permits and whether the key exists (`0, false` when missing), or the
+ * error reply of a string that is not an integer of at most 20 characters (return it when it is a table).
+ */
+const COUNT = `local function permitCount()
+  local value = redis.call('get', semaphore)
+  if not value then return 0, false end
+  if #value > 20 or not string.match(value, '^%-?%d+$') then return redis.error_reply('WRONGTYPE relock:string') end
+  return tonumber(value), true
+end
+`;
+
+/** Takes `permits` if that many are free: 1, else `{ free, -1, exists }` (no expiry to wait for; `exists` 0 when the permits were never set); see `takeReply`. */
 export const ACQUIRE = defineObjectScript({
   name: 'semaphore.acquire',
   keys: ['semaphore'],
   args: ['permits'],
   replay: true,
-  lua: `local free = tonumber(redis.call('get', semaphore) or '0')
+  lua: `${COUNT}local free, exists = permitCount()
+if type(free) == 'table' then return free end
 if free >= tonumber(permits) then
   redis.call('decrby', semaphore, permits)
   return answer(1)
 end
-return {free, -1}`,
+return {free, -1, exists and 1 or 0}`,
   parse: takeReply,
 });
 
@@ -31,7 +45,9 @@ export const ADD = defineObjectScript({
   keys: ['semaphore'],
   args: ['permits'],
   replay: true,
-  lua: `local free = redis.call('incrby', semaphore, permits)
+  lua: `${COUNT}local current = permitCount()
+if type(current) == 'table' then return current end
+local free = redis.call('incrby', semaphore, permits)
 if free > 0 then publish(free) end
 return answer(free)`,
   parse: replies.integer,
@@ -46,7 +62,9 @@ export const ADD_IF_EXISTS = defineObjectScript({
   keys: ['semaphore'],
   args: ['permits'],
   replay: true,
-  lua: `if not redis.call('get', semaphore) then return 0 end
+  lua: `${COUNT}local current, exists = permitCount()
+if type(current) == 'table' then return current end
+if not exists then return 0 end
 local free = redis.call('incrby', semaphore, permits)
 if free > 0 then publish(free) end
 return answer(1)`,
@@ -63,7 +81,9 @@ export const TRY_SET = defineObjectScript({
   keys: ['semaphore'],
   args: ['permits', 'ttlMs'],
   replay: true,
-  lua: `if redis.call('get', semaphore) then return 0 end
+  lua: `${COUNT}local current, exists = permitCount()
+if type(current) == 'table' then return current end
+if exists then return 0 end
 redis.call('set', semaphore, permits)
 if ttlMs ~= '' then redis.call('pexpire', semaphore, ttlMs) end
 if tonumber(permits) > 0 then publish(permits) end
@@ -77,9 +97,10 @@ export const DRAIN = defineObjectScript({
   keys: ['semaphore'],
   args: [],
   replay: true,
-  lua: `local free = redis.call('get', semaphore)
-if not free then return 0 end
+  lua: `${COUNT}local free, exists = permitCount()
+if type(free) == 'table' then return free end
+if not exists then return 0 end
 redis.call('set', semaphore, 0)
-return answer(tonumber(free))`,
+return answer(free)`,
   parse: replies.integer,
 });

@@ -2,8 +2,10 @@ import { CountedObject } from '../counted.js';
 import type { Core } from '../core.js';
 import { PermitAcquireTimeoutError } from '../errors.js';
 import { clientWait, type Attempt } from '../pubsub/wait.js';
-import { checkOptions, optionWait, refuseOptionsObject, waitMillis, type TimeUnit } from '../time.js';
+import { optionKeys } from '../option-keys.js';
+import { checkOptions, optionWait, refuseOptionsObject, refuseStringTime, waitMillis, type TimeUnit } from '../time.js';
 import { acquireOutcome, permitDelta, permitTotal, positiveTime, requirePermitUnit, tookPermits, WAKE_BY_PERMITS } from './permits.js';
+import { warnIfUnset } from './unset.js';
 import { ACQUIRE, ADD, ADD_IF_EXISTS, DRAIN, TRY_SET } from './scripts.js';
 
 declare module '../object-kind.js' {
@@ -36,6 +38,9 @@ export interface SemaphoreAcquireOptions {
   /** Aborts the wait; the promise then rejects with `signal.reason`. */
   signal?: AbortSignal;
 }
+
+/** The keys of `SemaphoreAcquireOptions` (any other key is refused: `refuseUnknownKeys`). */
+const ACQUIRE_KEYS = optionKeys<SemaphoreAcquireOptions>({ permits: true, waitMs: true, waitTime: true, unit: true, signal: true });
 
 /**
  * A counting semaphore with Redisson's `RSemaphore` semantics: a number of free permits that any
@@ -98,11 +103,13 @@ export class RSemaphore extends CountedObject {
    * options: a wait time (then `PermitAcquireTimeoutError` when it runs out) and an abort signal (then
    * it rejects with `signal.reason`). `acquire(0)` resolves at once without a Redis call, as Redisson's
    * and Java's `Semaphore.acquire(0)`. Waiting is woken by release messages, with a timer of
-   * `lockWatchdogTimeout` as fallback for lost messages. Throws `InvalidArgumentError`,
+   * `lockWatchdogTimeout` as fallback for lost messages. While the permits were never set (the key does
+   * not exist) it waits, as Redisson's, until some process sets them, and logs a warning once per name
+   * through the client's logger (see src/semaphore/unset.ts for why this is not an error). Throws `InvalidArgumentError`,
    * `WrongTypeError`, `RedisUnavailableError`, `ClientClosedError`.
    */
   async acquire(permitsOrOptions: number | SemaphoreAcquireOptions = 1): Promise<void> {
-    const options = typeof permitsOrOptions === 'number' ? { permits: permitsOrOptions } : checkOptions(permitsOrOptions);
+    const options = typeof permitsOrOptions === 'number' ? { permits: permitsOrOptions } : checkOptions(permitsOrOptions, ACQUIRE_KEYS);
     const permits = permitTotal(options.permits ?? 1);
     const wait = optionWait(options);
     options.signal?.throwIfAborted();
@@ -123,6 +130,7 @@ export class RSemaphore extends CountedObject {
   tryAcquire(permits: number, waitTime: number, unit: TimeUnit): Promise<boolean>;
   async tryAcquire(first?: number, second?: number | TimeUnit, unit?: TimeUnit): Promise<boolean> {
     refuseOptionsObject(first, 'permits', 'tryAcquire(1, 5, "seconds")', 'acquire(options)');
+    if (unit !== undefined) refuseStringTime(second, 'waitTime', 'tryAcquire(2, 5, "seconds")');
     if (typeof second === 'string') return this.take(1, waitMillis(first, second), undefined);
     const permits = permitTotal(first ?? 1);
     const wait = second === undefined ? 0 : waitMillis(second, requirePermitUnit(unit));
@@ -179,9 +187,10 @@ export class RSemaphore extends CountedObject {
       deadline,
       signal,
       onLateResults: (replies) => {
-        if (tookPermits(replies)) void this.undo(permits);
+        return tookPermits(replies) ? this.undo(permits) : undefined;
       },
     });
+    warnIfUnset(this.core, 'semaphore', this.name, take);
     return acquireOutcome(take, true);
   }
 

@@ -2,10 +2,12 @@
  * The ioredis traits relock deals with explicitly (src/redis/clients/ioredis.ts): `keyPrefix` (applied
  * once), `enableAutoPipelining` (relock's commands join the client's pipelines), `shutdown()` leaving the
  * user's client open, a subscription made during ioredis's handshake, and a `Redis` with `sentinels`
- * across a failover.
+ * across a failover; on ioredis 5 and on ioredis 6 (the devDependency `ioredis-v6`), the newest major
+ * in relock's peer range.
  */
 import { afterEach, describe, expect, it } from '@jest/globals';
-import { Redis, type RedisOptions } from 'ioredis';
+import { Redis as Redis5, type RedisOptions } from 'ioredis';
+import { Redis as Redis6 } from 'ioredis-v6';
 import { createLockClient, type LockClient } from '../../src/index.js';
 import { ioredis as ioredisAdapter } from '../../src/redis/clients/ioredis.js';
 import type { Connection } from '../../src/redis/connection.js';
@@ -20,8 +22,15 @@ const clients: LockClient[] = [];
 const connections: Connection[] = [];
 let sentinel: SentinelSetup | undefined;
 
-/** A connected ioredis client on the file's Redis, closed after the test. */
-async function ioredis(options: RedisOptions = {}, url = env.server.url): Promise<Redis> {
+/** The majors the traits are checked on (ioredis 6 through the ioredis 5 types: the API relock uses is the same). */
+const MAJORS = [
+  { major: 5, Redis: Redis5 },
+  { major: 6, Redis: Redis6 as unknown as typeof Redis5 },
+];
+type Redis = Redis5;
+
+/** A connected ioredis client of `Redis`'s major on the file's Redis, closed after the test. */
+async function connectWith(Redis: typeof Redis5, options: RedisOptions = {}, url = env.server.url): Promise<Redis> {
   const client = new Redis(url, options);
   client.on('error', () => {});
   opened.push(client);
@@ -42,7 +51,9 @@ afterEach(async () => {
   sentinel = undefined;
 });
 
-describe('ioredis traits', () => {
+describe.each(MAJORS)('ioredis $major traits', ({ Redis }) => {
+  const ioredis = (options?: RedisOptions, url?: string): Promise<Redis> => connectWith(Redis, options, url);
+
   it('keyPrefix: relock applies it once, to keys and channels; the user\'s own commands keep it', async () => {
     // Re-sending off, so that only the prefix decides that relock sends on a duplicate.
     const io = await ioredis({ keyPrefix: 'app:', autoResendUnfulfilledCommands: false });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { IllegalMonitorStateError, runInContext } from '../../src/index.js';
+import { IllegalMonitorStateError, ReentryNeedsContextError, runInContext } from '../../src/index.js';
 import { useRedis } from '../support/harness.js';
 import { lockClient, sleep, uniqueName } from '../support/helpers.js';
 
@@ -116,19 +116,25 @@ describe('ownership and contexts', () => {
     expect(meter.max()).toBe(1);
   });
 
-  it('outside any context each acquisition is its own owner: the same object does not reenter, and unlock() releases its holder', async () => {
+  it('outside any context each acquisition is its own owner: the same object does not reenter (ReentryNeedsContextError, and the task\'s unlock() is then refused), and unlock() releases the task\'s own hold', async () => {
     const client = lockClient(env.redis);
     const name = uniqueName();
     const a = client.getLock(name);
     await a.lock();
-    expect(await a.tryLock()).toBe(false);
-    expect(await a.getHoldCount()).toBe(1);
+    // Outside a context a task that holds the object and takes it again is refused (issue 35), not left waiting for itself.
+    await expect(a.tryLock()).rejects.toBeInstanceOf(ReentryNeedsContextError);
     expect(await client.getLock(name).tryLock()).toBe(false);
     expect(await client.getLock(name).getHoldCount()).toBe(0);
     await expect(client.getLock(name).unlock()).rejects.toBeInstanceOf(IllegalMonitorStateError);
+    // The refusal is the task's newest note: its unlock() releases nothing (it could be a sibling's hold).
+    expect(await a.getHoldCount()).toBe(0);
+    await expect(a.unlock()).rejects.toBeInstanceOf(IllegalMonitorStateError);
+    expect(await a.isLocked()).toBe(true);
+    await a.forceUnlock();
+    // A task that never re-acquired releases its own hold.
+    await a.lock();
     await a.unlock();
     expect(await a.isLocked()).toBe(false);
-    await expect(a.unlock()).rejects.toBeInstanceOf(IllegalMonitorStateError);
   });
 
   it('a handle releases its own hold from any context, and await using releases at block end', async () => {

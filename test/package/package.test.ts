@@ -18,6 +18,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import semver from 'semver';
 import * as sources from '../../src/index.js';
 import type { LockHandle } from '../../src/index.js';
 import { BUILD_TIMEOUT_MS, root } from '../support/build.js';
@@ -35,6 +36,7 @@ let work: string;
 let scratch: string;
 let packedFiles: string[];
 let ioredisOnly: string;
+let ioredis6: string;
 let busy: LockHandle;
 const busyName = uniqueName('package-busy');
 
@@ -117,6 +119,17 @@ beforeAll(async () => {
   }
   writeFileSync(join(ioredisOnly, 'package.json'), JSON.stringify({ name: 'relock-ioredis-consumer', private: true, type: 'module' }));
   copyFileSync(join(here, 'ioredis-only', 'flash-sale.mjs'), join(ioredisOnly, 'flash-sale.mjs'));
+
+  // A third with the newest major of ioredis (6, the devDependency `ioredis-v6` installed as `ioredis`).
+  ioredis6 = join(work, 'ioredis-6');
+  mkdirSync(join(ioredis6, 'node_modules', 'relock'), { recursive: true });
+  await run('tar', ['-xzf', join(work, packed!.filename), '-C', join(ioredis6, 'node_modules', 'relock'), '--strip-components=1']);
+  for (const name of installClosure([...Object.keys(manifest.dependencies ?? {}), 'ioredis-v6'])) {
+    mkdirSync(dirname(join(ioredis6, 'node_modules', name)), { recursive: true });
+    symlinkSync(join(root, 'node_modules', name), join(ioredis6, 'node_modules', name === 'ioredis-v6' ? 'ioredis' : name));
+  }
+  writeFileSync(join(ioredis6, 'package.json'), JSON.stringify({ name: 'relock-ioredis6-consumer', private: true, type: 'module' }));
+  copyFileSync(join(here, 'ioredis-only', 'flash-sale.mjs'), join(ioredis6, 'flash-sale.mjs'));
   busy = await lockClient(redis).getLock(busyName).acquire();
 }, BUILD_TIMEOUT_MS + 60_000);
 
@@ -146,7 +159,8 @@ function expectLockScenario(result: Record<string, unknown>): void {
     holdCount: 2,
     otherOwner: false,
     lockedAfterUnlock: false,
-    secondUnlock: { name: 'IllegalMonitorStateError', code: 'ILLEGAL_MONITOR_STATE', typed: true },
+    // An unlock outside any context by a task that took nothing: refused as OwnerUnknownError, an IllegalMonitorStateError.
+    secondUnlock: { name: 'OwnerUnknownError', code: 'OWNER_UNKNOWN', typed: true },
     busy: { name: 'LockAcquireTimeoutError', typed: true, waitTimeMs: 50 },
     inside: { aborted: false, locked: true },
     lockedAfterWithLock: false,
@@ -181,7 +195,14 @@ describe('the built package', () => {
     for (const file of ['dist/esm/index.js', 'dist/esm/index.d.ts', 'dist/cjs/index.js', 'dist/cjs/index.d.ts', 'dist/cjs/package.json', 'dist/esm/cli/main.js', 'README.md']) {
       expect(packedFiles).toContain(file);
     }
-    expect(packedFiles.filter((file) => /^(test|scripts|docs|\.tmp|node_modules)\//.test(file))).toEqual([]);
+    expect(packedFiles.filter((file) => /^(test|scripts|\.tmp|node_modules|docs\/api)\//.test(file))).toEqual([]);
+  });
+
+  it('ships the guides the README links to (docs/*.md), so that its links and `relock --help` lead to files that are installed', () => {
+    const readme = readFileSync(installedFile('README.md'), 'utf8');
+    const linked = [...readme.matchAll(/\]\((docs\/[^)#]+\.(?:md|svg))/g)].map((m) => m[1]!);
+    expect(linked.length).toBeGreaterThan(10);
+    for (const file of linked) expect(existsSync(installedFile(file))).toBe(true);
   });
 
   it('imports as an ES module (dist/esm) and takes and releases locks on a real Redis, without the optional peer @opentelemetry/api', async () => {
@@ -210,10 +231,39 @@ describe('the built package', () => {
     expect(JSON.parse(stdout.trim().split('\n').at(-1)!)).toEqual({ redisInstalled: false, sold: 10, stockLeft: 0, oversold: false, ioredisOpen: true, viaUrl: true });
   }, 90_000);
 
+  it('works with the newest major of each peer dependency: in its peer range, and ioredis 6 runs the flash sale', async () => {
+    const { peerDependencies } = JSON.parse(readFileSync(installedFile('package.json'), 'utf8')) as { peerDependencies: Record<string, string> };
+    // The newest major of each peer on npm when this was written (`npm view <peer> version`); node-redis 5
+    // and ioredis 5 stay in range too.
+    const newest: Record<string, string> = { ioredis: '6.1.0', redis: '6.4.0', iovalkey: '0.4.0', '@valkey/valkey-glide': '2.5.2', '@opentelemetry/api': '1.10.0', pg: '8.23.1', mysql2: '3.26.1' };
+    expect(Object.keys(peerDependencies).sort()).toEqual(Object.keys(newest).sort());
+    for (const [peer, version] of Object.entries(newest)) expect([peer, semver.satisfies(version, peerDependencies[peer]!)]).toEqual([peer, true]);
+    for (const older of ['5.4.0', '5.11.1']) expect(semver.satisfies(older, peerDependencies.ioredis!)).toBe(true);
+    expect(semver.satisfies('5.12.1', peerDependencies.redis!)).toBe(true);
+    const installed = JSON.parse(readFileSync(join(ioredis6, 'node_modules', 'ioredis', 'package.json'), 'utf8')) as { version: string };
+    expect(semver.major(installed.version)).toBe(6);
+    const { stdout } = await run(process.execPath, [join(ioredis6, 'flash-sale.mjs'), JSON.stringify({ url: server.url, name: uniqueName('package-sale6') })], {
+      cwd: ioredis6,
+      timeout: 60_000,
+      env: { ...process.env, NODE_OPTIONS: '--unhandled-rejections=strict' },
+    });
+    expect(JSON.parse(stdout.trim().split('\n').at(-1)!)).toEqual({ redisInstalled: false, sold: 10, stockLeft: 0, oversold: false, ioredisOpen: true, viaUrl: true });
+  }, 90_000);
+
+  it('says what to install when the relock command runs where node-redis is not installed', async () => {
+    const result = await run(process.execPath, [join(ioredisOnly, 'node_modules', 'relock', 'dist', 'esm', 'cli', 'main.js'), 'inspect', 'x', '--url', server.url], { cwd: ioredisOnly, timeout: 60_000 }).then(
+      () => ({ code: 0, stderr: '' }),
+      (error: { code: number; stderr: string }) => error,
+    );
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain('run `npm install redis`');
+  }, 90_000);
+
   it('runs the relock command with npx through its bin entry: --help, and inspect on a real Redis', async () => {
     const help = await run('npx', ['--no', '--', 'relock', '--help'], { cwd: scratch, env: cleanEnv(), timeout: 60_000 });
     expect(help.stdout).toMatch(/^Usage: relock \[options\] \[command\]\n/);
     for (const command of ['inspect', 'list', 'force-unlock', 'watch', 'top']) expect(help.stdout).toContain(`  ${command} [options]`);
+    expect(help.stdout).toContain(`The guide: ${installedFile('docs/cli.md')}\n`);
     const { stdout } = await run('npx', ['--no', '--', 'relock', 'inspect', busyName, '--json', '--url', server.url], { cwd: scratch, env: cleanEnv(), timeout: 60_000 });
     expect(JSON.parse(stdout)).toMatchObject({ name: busyName, type: 'lock', holders: [{ owner: busy.owner, holds: 1 }] });
   }, 90_000);

@@ -5,6 +5,7 @@
  * topology's own client (test/shared/topology.ts); the others are opened here and closed after the file.
  */
 import { Cluster as IoCluster, Redis as IoRedis } from 'ioredis';
+import { Cluster as IoCluster6, Redis as IoRedis6 } from 'ioredis-v6';
 import { Cluster as ValkeyCluster, Redis as ValkeyRedis } from 'iovalkey';
 import { GlideClient, GlideClusterClient, Logger } from '@valkey/valkey-glide';
 
@@ -85,7 +86,9 @@ export const GLIDE: ClientFamily = {
 Logger.setLoggerConfig('error');
 
 export const IOREDIS = ioredisLike('ioredis', IoRedis, IoCluster);
+/** ioredis 6, the newest major in relock's peer range (the devDependency `ioredis-v6`). */
+export const IOREDIS6 = ioredisLike('ioredis 6', IoRedis6 as unknown as typeof IoRedis, IoCluster6 as unknown as typeof IoCluster);
 export const IOVALKEY = ioredisLike('iovalkey', ValkeyRedis as unknown as typeof IoRedis, ValkeyCluster as unknown as typeof IoCluster);
 
 /** The families besides node-redis (which every suite runs on by default). */
-export const CLIENT_FAMILIES: readonly ClientFamily[] = [IOREDIS, IOVALKEY, GLIDE];
+export const CLIENT_FAMILIES: readonly ClientFamily[] = [IOREDIS, IOREDIS6, IOVALKEY, GLIDE];

@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { ClientClosedError, IllegalMonitorStateError, LockLostError, runInContext, type LockClient, type LockHandle, type LockLostEvent } from '../../src/index.js';
+import { ClientClosedError, IllegalMonitorStateError, LockLostError, OwnerUnknownError, ReentryNeedsContextError, runInContext, type LockClient, type LockHandle, type LockLostEvent } from '../../src/index.js';
 import { sleep, uniqueName, waitUntil } from '../support/helpers.js';
 import type { Topology } from './topology.js';
 
@@ -93,8 +93,11 @@ export function ownershipCoreTests(topology: () => Topology): void {
       let held = 0;
       let release!: () => void;
       const go = new Promise<void>((resolve) => (release = resolve));
+      const counts: number[] = [];
       const tasks = Array.from({ length: TASKS }, async () => {
         await read.lock();
+        // Outside a context a task counts the hold of its own newest acquisition (issue 27), not the object's.
+        counts.push(await read.getHoldCount());
         held++;
         await go;
         await read.unlock();
@@ -102,31 +105,35 @@ export function ownershipCoreTests(topology: () => Topology): void {
       await waitUntil(() => held === TASKS, 5000, 5, 'every reader in');
       const fields = Object.entries(await redis.hGetAll(read.key)).filter(([field]) => field !== 'mode');
       expect(fields.map(([, count]) => count)).toEqual(Array.from({ length: TASKS }, () => '1'));
-      expect(await read.getHoldCount()).toBe(TASKS);
+      expect(counts).toEqual(Array.from({ length: TASKS }, () => 1));
       release();
       await Promise.all(tasks);
       expect(await redis.exists(read.key)).toBe(0);
       expect(await read.getHoldCount()).toBe(0);
     });
 
-    it('the same object locked twice without an unlock waits for itself: tryLock(w) times out, the first hold stays', async () => {
+    it('the same object locked twice by one task without an unlock: ReentryNeedsContextError at once (lock, tryLock(w), tryLock(), acquire), the first hold stays and unlock() is refused', async () => {
       const { client, redis } = topology();
       const c = client();
       const lock = c.getLock(uniqueName());
       await lock.lock();
       const started = performance.now();
-      expect(await lock.tryLock(200, 'ms')).toBe(false);
-      expect(performance.now() - started).toBeGreaterThanOrEqual(190);
-      expect(await lock.getHoldCount()).toBe(1);
-      expect(await lock.isHeldByCurrentContext()).toBe(true);
-      await lock.unlock();
-      expect(await redis.exists(lock.key)).toBe(0);
+      await expect(lock.lock()).rejects.toBeInstanceOf(ReentryNeedsContextError);
+      await expect(lock.tryLock(200, 'ms')).rejects.toBeInstanceOf(ReentryNeedsContextError);
+      await expect(lock.tryLock()).rejects.toBeInstanceOf(ReentryNeedsContextError);
+      await expect(lock.acquire()).rejects.toThrow(/relock reenters only inside a context: use withLock\(\)\/runInContext\(\), or use the handle from acquire\(\)/);
+      expect(performance.now() - started).toBeLessThan(190);
+      // The refusals are noted as acquisitions that got nothing: the hold they saw may be a sibling's (a task
+      // started in the synchronous run that made it sees its note), so this task's unlock() releases nothing.
+      expect(await lock.getHoldCount()).toBe(0);
       expect(await lock.isHeldByCurrentContext()).toBe(false);
       await expect(lock.unlock()).rejects.toBeInstanceOf(IllegalMonitorStateError);
+      expect(await redis.exists(lock.key)).toBe(1);
+      expect(await lock.forceUnlock()).toBe(true);
       expect(c.stats()).toMatchObject({ watchdogHolds: 0, subscriptions: 0 });
     });
 
-    it("unlock() outside a context releases the object's current holder: after a lease ran out, the next holder's", async () => {
+    it("after its lease ran out, a task's next acquisition is its own (no reentry), and unlock() releases that one", async () => {
       const { client, redis } = topology();
       const lock = client().getLock(uniqueName());
       expect(await lock.tryLock(0, 100, 'ms')).toBe(true);
@@ -151,29 +158,35 @@ export function ownershipCoreTests(topology: () => Topology): void {
         }
         let aIn!: () => void;
         let bIn!: () => void;
+        let aDone!: (unlocked: { p: Promise<void> }) => void;
         const aHolds = new Promise<void>((resolve) => (aIn = resolve));
         const bHolds = new Promise<void>((resolve) => (bIn = resolve));
-        const a = (async () => {
-          expect(await lock.tryLock(0, 0.4, 'seconds')).toBe(true);
-          aIn();
-          await bHolds;
-          return lock.unlock();
-        })();
+        const aUnlock = new Promise<{ p: Promise<void> }>((resolve) => (aDone = resolve));
+        // B starts first: a task started after A's contextless acquisition in the same synchronous run would
+        // see A's note as its own (Node gives both one async context), and its tryLock would be a reentry.
         const b = (async () => {
           await aHolds; // B's call starts once A holds, in a task of its own
           expect(await lock.tryLock(5, 10, 'seconds')).toBe(true); // granted once A's lease ran out
           bIn();
-          await expect(a).rejects.toBeInstanceOf(IllegalMonitorStateError);
+          await expect((await aUnlock).p).rejects.toBeInstanceOf(IllegalMonitorStateError);
           expect(await other.tryLock(0, 10, 'seconds')).toBe(false);
           await lock.unlock();
           expect(await other.tryLock(0, 10, 'seconds')).toBe(true);
           await other.unlock();
         })();
+        const a = (async () => {
+          expect(await lock.tryLock(0, 0.4, 'seconds')).toBe(true);
+          aIn();
+          await bHolds;
+          const unlocked = lock.unlock();
+          aDone({ p: unlocked });
+          return unlocked;
+        })();
         await Promise.all([a.catch(() => undefined), b]);
       });
     }
 
-    it('a task that made no acquisition of the object releases its current contextless holder (a lock taken in one callback, released in another)', async () => {
+    it('a task that made no acquisition of the object is refused with OwnerUnknownError, and nothing is released (a lock taken in one callback, released in another)', async () => {
       const { client, redis } = topology();
       const lock = client().getLock(uniqueName());
       let taken!: () => void;
@@ -181,16 +194,29 @@ export function ownershipCoreTests(topology: () => Topology): void {
       setImmediate(() => void lock.tryLock(0, 10, 'seconds').then(() => taken()));
       await held;
       expect(await redis.exists(lock.key)).toBe(1);
-      await lock.unlock();
-      expect(await redis.exists(lock.key)).toBe(0);
+      const refused = await lock.unlock().then(() => undefined, (e: unknown) => e);
+      expect(refused).toBeInstanceOf(OwnerUnknownError);
+      expect(refused).toBeInstanceOf(IllegalMonitorStateError);
+      expect((refused as OwnerUnknownError).code).toBe('OWNER_UNKNOWN');
+      expect((refused as Error).message).toContain(`unlock() outside a lock context releases only an acquisition made by the calling task, and this task made none of "${lock.name}"`);
+      expect((refused as Error).message).toContain('release the handle from acquire(), or use withLock()/runInContext()');
+      expect(await lock.getHoldCount()).toBe(0); // the calling task holds none
+      expect(await redis.exists(lock.key)).toBe(1);
+      await lock.forceUnlock();
     });
 
-    it("after the holder's key was deleted by someone else, unlock() releases the object's next contextless holder", async () => {
+    it("after the holder's key was deleted by someone else, the task's next lock() is a reentry until the client knows the hold gone", async () => {
       const { client, redis } = topology();
       const lock = client().getLock(uniqueName());
       await lock.lock();
       expect(await client().getLock(lock.name).forceUnlock()).toBe(true);
-      await lock.lock(); // a new owner: the first hold is gone, although this client's watchdog has not noticed yet
+      // This client's watchdog has not noticed yet: as far as it knows the task still holds the lock.
+      await expect(lock.lock()).rejects.toBeInstanceOf(ReentryNeedsContextError);
+      // The refusal is the task's newest note: its unlock() releases nothing and sends nothing.
+      await expect(lock.unlock()).rejects.toBeInstanceOf(IllegalMonitorStateError);
+      // forceUnlock() stops this client's renewals of the key: the old hold is known gone, and lock() is a new acquisition.
+      expect(await lock.forceUnlock()).toBe(false);
+      await lock.lock();
       await lock.unlock();
       expect(await redis.exists(lock.key)).toBe(0);
     });
@@ -238,15 +264,15 @@ export function ownershipCoreTests(topology: () => Topology): void {
       expect(c.stats().watchdogHolds).toBe(0);
     });
 
-    it('outside any context an unlock racing with the object\'s acquisition releases nothing (no holder yet): the acquisition holds', async () => {
+    it("outside any context an unlock racing with the task's own acquisition waits for it and releases it (issue 27: never renewed forever)", async () => {
       const { client, redis } = topology();
       const lock = client().getLock(uniqueName());
       const locking = lock.lock();
-      await expect(lock.unlock()).rejects.toBeInstanceOf(IllegalMonitorStateError);
-      await locking;
-      expect(await lock.getHoldCount()).toBe(1);
       await lock.unlock();
+      await locking;
+      expect(await lock.getHoldCount()).toBe(0);
       expect(await redis.exists(lock.key)).toBe(0);
+      await expect(lock.unlock()).rejects.toBeInstanceOf(IllegalMonitorStateError);
     });
 
     it('unlock() in the tick a blocked event loop resumes past the lease: IllegalMonitorStateError and exactly one lockLost', async () => {

@@ -1,11 +1,12 @@
 /**
  * A real Redis Cluster for tests: 3 primaries with 1 replica each (`redis-server --cluster-enabled yes` on
- * free ports, joined by `redis-cli --cluster create`), and helpers to fail it over.
+ * free ports, joined by `redis-cli --cluster create`), and helpers to fail it over. The binaries are
+ * `REDIS_SERVER_BIN` and `REDIS_CLI_BIN` (see redis.ts).
  */
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { createClient, createCluster } from 'redis';
-import { freeClusterPort, startRedis, type RedisServer } from './redis.js';
+import { CLI_BIN, freeClusterPort, startRedis, type RedisServer } from './redis.js';
 import { waitUntil } from './helpers.js';
 
 const run = promisify(execFile);
@@ -48,7 +49,7 @@ export async function startCluster(): Promise<RedisClusterHandle> {
   const nodes = servers.map((server) => ({ server, port: server.port }));
   const clients: Array<{ close(): Promise<unknown> }> = [];
   try {
-    await run('redis-cli', ['--cluster', 'create', ...nodes.map((n) => `127.0.0.1:${n.port}`), '--cluster-replicas', '1', '--cluster-yes']);
+    await run(CLI_BIN, ['--cluster', 'create', ...nodes.map((n) => `127.0.0.1:${n.port}`), '--cluster-replicas', '1', '--cluster-yes']);
     const command = async (node: ClusterNode, args: string[]): Promise<unknown> => {
       const client = createClient({ url: node.server.url });
       client.on('error', () => {});

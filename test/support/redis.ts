@@ -2,16 +2,19 @@
  * Real Redis for tests. Three ways to get one, tried in this order:
  *  1. `REDIS_URL` is set: use that server (tests that kill, pause or restart a server are skipped by
  *     `startRedis({ controllable: true })` callers through `handle.controllable`).
- *  2. A `redis-server` binary (`$REDIS_SERVER_BIN`, default `redis-server` on PATH): start one on a free
- *     port with `--save '' --appendonly no`, and stop it after the test file.
+ *  2. A `redis-server` binary (`$REDIS_SERVER_BIN`, default `redis-server` on PATH; a `valkey-server`
+ *     works the same): start one on a free port with `--save '' --appendonly no`, and stop it after the
+ *     test file. Every helper follows it: Cluster nodes, Sentinel (`<server> --sentinel`) and the
+ *     `redis-cli` used to form a Cluster (`REDIS_CLI_BIN`, see `CLI_BIN`). docs/topologies.md says how to
+ *     run the suite against a server build.
  *  3. A container engine answers within 3 s: start `redis:7.4-alpine` with testcontainers.
  * Otherwise it fails with a message that says how to get Redis.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 
 export interface RedisServer {
   readonly url: string;
@@ -45,7 +48,23 @@ export interface StartOptions {
   tls?: { cert: string; key: string; ca: string };
 }
 
-const BIN = process.env.REDIS_SERVER_BIN ?? 'redis-server';
+/** The server binary every helper starts (standalone nodes, Cluster nodes, Sentinel): `$REDIS_SERVER_BIN` or `redis-server` on PATH. */
+export const SERVER_BIN = process.env.REDIS_SERVER_BIN ?? 'redis-server';
+const BIN = SERVER_BIN;
+
+/**
+ * The command-line client of the same build: `$REDIS_CLI_BIN`; else, when `REDIS_SERVER_BIN` is a path,
+ * the `redis-cli` or `valkey-cli` beside it (the one named like the server first); else `redis-cli` on PATH.
+ */
+export const CLI_BIN = process.env.REDIS_CLI_BIN ?? siblingCli(process.env.REDIS_SERVER_BIN);
+
+function siblingCli(server: string | undefined): string {
+  if (server === undefined || !server.includes('/')) return 'redis-cli';
+  const dir = dirname(server);
+  const names = basename(server).startsWith('valkey') ? ['valkey-cli', 'redis-cli'] : ['redis-cli', 'valkey-cli'];
+  const found = names.map((name) => join(dir, name)).find((path) => existsSync(path));
+  return found ?? 'redis-cli';
+}
 
 export function redisBinaryAvailable(): boolean {
   const r = spawnSync(BIN, ['--version'], { stdio: 'ignore' });

@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createClient, createSentinel } from 'redis';
-import { freePort, startRedis, type RedisServer } from './redis.js';
+import { freePort, SERVER_BIN, startRedis, type RedisServer } from './redis.js';
 import { startProxy, type TcpProxy } from './tcp-proxy.js';
 import { waitUntil } from './helpers.js';
 
@@ -74,7 +74,7 @@ export async function startSentinel(): Promise<SentinelSetup> {
       '',
     ].join('\n'),
   );
-  const sentinel: ChildProcess = spawn('redis-server', [conf, '--sentinel'], { stdio: 'ignore' });
+  const sentinel: ChildProcess = spawn(SERVER_BIN, [conf, '--sentinel'], { stdio: 'ignore' });
   const sentinelUrl = `redis://127.0.0.1:${sentinelPort}`;
   const clients: Array<{ close(): Promise<unknown> }> = [];
   const primaryPort = async (): Promise<number> => {

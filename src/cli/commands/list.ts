@@ -2,10 +2,10 @@ import type { CommandSpec } from '../args.js';
 import type { Target } from '../connect.js';
 import { describe, type Description } from '../describe.js';
 import { OBJECT_DESCRIPTORS } from '../../client.js';
-import { descriptorOfType, forcedType, inspectObject, OBJECT_TYPES, objectKeys, type ObjectKeys, type ObjectType } from '../detect.js';
+import { descriptorOfType, inspectObject, objectKeys, type ObjectKeys, type ObjectType } from '../detect.js';
 import { EXIT } from '../errors.js';
 import { escapeGlob, globRegExp } from '../glob.js';
-import { COMMON_OPTIONS, wholeNumber, type CommonOptions } from '../options.js';
+import { COMMON_OPTIONS, TYPES_OPTION, wholeNumber, type CommonOptions } from '../options.js';
 import { printJson, printLines, progress, showProgress, type Progress } from '../output.js';
 import { table, ttlText } from '../render.js';
 import { withTarget } from '../run.js';
@@ -48,38 +48,48 @@ export const listCommand: CommandSpec<ListOptions> = {
   argument: { name: 'pattern', description: 'a Redis glob over object names', required: false, default: '*' },
   options: [
     ...COMMON_OPTIONS,
-    { flags: '--type <types>', description: 'only these types (comma-separated, as inspect names them)', parse: typeList },
+    TYPES_OPTION,
     { flags: '--scan-count <n>', description: 'the COUNT hint of each SCAN call', parse: wholeNumber(1), default: 1000 },
   ],
   run(pattern, options) {
     return withTarget(options, async (target) => {
       const found = await list(target, pattern, options, progress(showProgress(options.json)));
-      const objects = found.objects.filter((o) => !options.type || options.type.includes(o.type));
-      if (options.json) printJson({ pattern, prefix: options.prefix, nodes: found.nodes, scannedKeys: found.scanned, objects });
-      else printLines(render(objects, found.scanned, found.nodes.length));
+      const { objects } = found;
+      if (options.json) printJson({ pattern, prefix: options.prefix, nodes: found.nodes, scannedKeys: found.scanned, objects, plainIntegers: found.plainIntegers });
+      else printLines(render(objects, found.scanned, found.nodes.length, found.plainIntegers));
       return EXIT.ok;
     });
   },
 };
 
-/** `--type a,b`: known object types (`latch` for `count-down-latch`), else a usage error. */
-function typeList(value: string): ObjectType[] {
-  const types = value.split(',').map((t) => forcedType(t.trim())!);
-  const unknown = types.filter((t) => !(OBJECT_TYPES as readonly string[]).includes(t));
-  if (unknown.length > 0) throw new Error(`unknown type ${unknown.join(', ')}; use ${OBJECT_TYPES.join(', ')}`);
-  return types;
+/** The footer's note on integer keys left out (`plainInteger`), or ''. */
+export function plainNote(plainIntegers: number): string {
+  if (plainIntegers === 0) return '';
+  return `; ${plainIntegers} integer key${plainIntegers === 1 ? '' : 's'} not shown (a semaphore keeps only an integer, like any counter: --type semaphore lists them)`;
+}
+
+
+/**
+ * Whether `d` is a semaphore that only its value shows: an integer string with nobody waiting on its
+ * channel. RSemaphore keeps nothing but that integer (Redisson's layout), so any counter of the
+ * application looks the same; `list` and `top` leave these out unless `--type` names `semaphore`.
+ */
+export function plainInteger(d: Description): boolean {
+  return d.type === 'semaphore' && d.exists && d.channels.every((c) => c.subscribers === 0);
 }
 
 /**
  * Scans every primary and classifies each object whose name matches `pattern`, sorted by name; also
- * returns each object's description by name (for `top`).
+ * returns each object's description by name (for `top`). Only the types of `options.type` when given;
+ * integer strings nobody waits on (`plainInteger`) only when `options.type` names `semaphore`, else they
+ * are counted in `plainIntegers`.
  */
 export async function list(
   target: Target,
   pattern: string,
-  options: Pick<ListOptions, 'prefix' | 'scanCount'>,
+  options: Pick<ListOptions, 'prefix' | 'scanCount' | 'type'>,
   bar: Progress,
-): Promise<{ nodes: string[]; scanned: number; objects: Listed[]; descriptions: Map<string, Description> }> {
+): Promise<{ nodes: string[]; scanned: number; objects: Listed[]; plainIntegers: number; descriptions: Map<string, Description> }> {
   const { prefix } = options;
   const matches = globRegExp(pattern);
   const seen = new Set<string>();
@@ -87,6 +97,12 @@ export async function list(
   const descriptions = new Map<string, Description>();
   const nodes = await target.primaries();
   let scanned = 0;
+  let plainIntegers = 0;
+  const wanted = (d: Description): boolean => {
+    if (options.type !== undefined) return options.type.includes(d.type);
+    if (plainInteger(d)) plainIntegers++;
+    return !plainInteger(d);
+  };
   const match = prefix === '' ? [] : ['MATCH', `${escapeGlob(prefix)}*`];
   for (const [n, node] of nodes.entries()) {
     let cursor = '0';
@@ -96,12 +112,12 @@ export async function list(
       scanned += keys.length;
       const names = [...new Set(keys.flatMap((key) => namesOf(key, prefix)))].filter((name) => matches.test(name) && !seen.has(name));
       for (const name of names) seen.add(name);
-      for (let i = 0; i < names.length; i += BATCH) objects.push(...(await classify(target, names.slice(i, i + BATCH), descriptions)));
+      for (let i = 0; i < names.length; i += BATCH) objects.push(...(await classify(target, names.slice(i, i + BATCH), descriptions, wanted)));
       bar.update(`scanning ${node.address}${nodes.length > 1 ? ` (${n + 1}/${nodes.length})` : ''}: ${scanned} keys read, ${objects.length} relock objects`);
     } while (cursor !== '0');
   }
   bar.done();
-  return { nodes: nodes.map((node) => node.address), scanned, objects: dropShadows(objects).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)), descriptions };
+  return { nodes: nodes.map((node) => node.address), scanned, plainIntegers, objects: dropShadows(objects).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)), descriptions };
 }
 
 /**
@@ -119,8 +135,11 @@ function namesOf(key: string, prefix: string): string[] {
   return mains.filter((main) => main.startsWith(prefix)).map((main) => main.slice(prefix.length));
 }
 
-/** Reads and classifies `names` (their descriptions go to `descriptions`); names that are no relock object are left out. */
-async function classify(target: Target, names: readonly string[], descriptions: Map<string, Description>): Promise<Listed[]> {
+/**
+ * Reads and classifies `names` (their descriptions go to `descriptions`); names that are no relock
+ * object, or whose description is not `wanted`, are left out.
+ */
+async function classify(target: Target, names: readonly string[], descriptions: Map<string, Description>, wanted: (d: Description) => boolean): Promise<Listed[]> {
   const results = await Promise.all(
     names.map(async (name): Promise<Listed | undefined> => {
       let keys: ObjectKeys;
@@ -132,6 +151,7 @@ async function classify(target: Target, names: readonly string[], descriptions: 
       const { state, subs, detection } = await inspectObject(target.connection, keys, CLASSIFY_LIMIT, undefined);
       if (detection.found !== 'object') return undefined;
       const d = await describe(target.connection, state, detection.type, subs);
+      if (!wanted(d)) return undefined;
       descriptions.set(name, d);
       return { name, type: d.type, key: d.key, exists: d.exists, ttlMs: d.ttlMs, summary: summary(d), warnings: d.warnings };
     }),
@@ -158,8 +178,8 @@ function summary(d: Description): string {
   return descriptorOfType(d.type).summary(d);
 }
 
-function render(objects: readonly Listed[], scanned: number, nodes: number): string[] {
-  const footer = `${objects.length} relock object${objects.length === 1 ? '' : 's'} (${scanned} keys scanned on ${nodes} node${nodes === 1 ? '' : 's'})`;
+function render(objects: readonly Listed[], scanned: number, nodes: number, plainIntegers: number): string[] {
+  const footer = `${objects.length} relock object${objects.length === 1 ? '' : 's'} (${scanned} keys scanned on ${nodes} node${nodes === 1 ? '' : 's'})${plainNote(plainIntegers)}`;
   if (objects.length === 0) return [footer];
   const rows = objects.map((o) => [o.type, o.name, ttlText(o.ttlMs, o.exists), o.summary + (o.warnings.length > 0 ? '  (no TTL!)' : '')]);
   return [...table([['TYPE', 'NAME', 'TTL', 'STATE'], ...rows]), footer];

@@ -3,15 +3,16 @@ import type { Target } from '../connect.js';
 import type { Description } from '../describe.js';
 import type { ObjectType } from '../detect.js';
 import { EXIT } from '../errors.js';
-import { COMMON_OPTIONS, wholeNumber, type CommonOptions } from '../options.js';
+import { COMMON_OPTIONS, TYPES_OPTION, wholeNumber, type CommonOptions } from '../options.js';
 import { printJsonLine, printLines, progress } from '../output.js';
 import { table, ttlText } from '../render.js';
 import { withTarget } from '../run.js';
 import { diff, tally, type Tally } from '../tally.js';
-import { list } from './list.js';
+import { list, plainNote } from './list.js';
 
 /** Options of `relock top`. */
 export interface TopOptions extends CommonOptions {
+  type?: ObjectType[];
   interval: number;
   limit: number;
   scanCount: number;
@@ -49,6 +50,7 @@ export const topCommand: CommandSpec<TopOptions> = {
   argument: { name: 'pattern', description: 'a Redis glob over object names', required: false, default: '*' },
   options: [
     ...COMMON_OPTIONS,
+    TYPES_OPTION,
     { flags: '--interval <ms>', description: 'refresh this often', parse: wholeNumber(100), default: 1000 },
     { flags: '--limit <n>', description: 'show at most this many objects', parse: wholeNumber(1), default: 20 },
     { flags: '--scan-count <n>', description: 'the COUNT hint of each SCAN call', parse: wholeNumber(1), default: 1000 },
@@ -83,8 +85,8 @@ async function top(target: Target, pattern: string, options: TopOptions): Promis
       const rows = found.objects.map((o) => row(found.descriptions.get(o.name)!, previous.get(o.name), tallies.get(o.name)!, seconds)).sort(busiestFirst).slice(0, options.limit);
       previous = tallies;
       previousAt = started;
-      if (options.json) printJsonLine({ at: new Date().toISOString(), objects: found.objects.length, rows });
-      else printLines([...(terminal ? ['\x1b[H\x1b[2J'] : refresh > 1 ? [''] : []), ...render(rows, found.objects.length, options.interval)]);
+      if (options.json) printJsonLine({ at: new Date().toISOString(), objects: found.objects.length, plainIntegers: found.plainIntegers, rows });
+      else printLines([...(terminal ? ['\x1b[H\x1b[2J'] : refresh > 1 ? [''] : []), ...render(rows, found.objects.length, options.interval, found.plainIntegers)]);
       if ((options.count !== undefined && refresh >= options.count) || performance.now() >= until) break;
       await new Promise<void>((resolve) => {
         const timer = setTimeout(resolve, Math.max(0, Math.min(started + options.interval, until) - performance.now()));
@@ -119,8 +121,8 @@ function busiestFirst(a: TopRow, b: TopRow): number {
   return b.waiters - a.waiters || (b.acquisitionsPerSecond ?? 0) - (a.acquisitionsPerSecond ?? 0) || b.holders - a.holders || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
 }
 
-function render(rows: readonly TopRow[], objects: number, interval: number): string[] {
-  const header = `relock top: ${objects} object${objects === 1 ? '' : 's'}, busiest ${rows.length} shown, every ${interval} ms (Ctrl-C to stop)`;
+function render(rows: readonly TopRow[], objects: number, interval: number, plainIntegers: number): string[] {
+  const header = `relock top: ${objects} object${objects === 1 ? '' : 's'}, busiest ${rows.length} shown, every ${interval} ms (Ctrl-C to stop)${plainNote(plainIntegers)}`;
   const lines = rows.map((r) => [r.type, r.name, String(r.holders), String(r.waiters), ttlText(r.ttlMs, r.exists), r.acquisitionsPerSecond === null ? '-' : String(r.acquisitionsPerSecond)]);
   return [header, ...table([['TYPE', 'NAME', 'HOLDERS', 'WAITERS', 'TTL', 'ACQ/S'], ...lines])];
 }

@@ -6,7 +6,7 @@ import { baseChannels, forcedType, inspectObject, objectKeys, type ObjectKeys, t
 import { EXIT } from '../errors.js';
 import { COMMON_OPTIONS, TYPE_OPTION, wholeNumber, type CommonOptions } from '../options.js';
 import { printJsonLine, printLines } from '../output.js';
-import { holdersText, TYPE_LABEL } from '../render.js';
+import { holdersText, TYPE_LABEL, oneLine } from '../render.js';
 import { withTarget } from '../run.js';
 import { diff, tally, type Change, type Tally } from '../tally.js';
 import { DEFAULT_LIMIT } from './inspect.js';
@@ -190,7 +190,8 @@ function textOf(e: WatchEvent): string {
   const time = `${at.toTimeString().slice(0, 8)}.${String(at.getMilliseconds()).padStart(3, '0')}`;
   const what = e.event === 'watching' ? `watching ${e.type ? TYPE_LABEL[e.type] : 'a name that has no relock object yet'} "${e.name}" (Ctrl-C to stop)` : describeChange(e);
   const cause = e.via === 'message' ? `  [message "${e.message}" on ${e.channel}]` : '';
-  return `${time}  ${what}${cause}  →  ${summaryOf(e.state)}`;
+  // One line per event, whatever the name, message or owner holds (a newline, an escape sequence).
+  return oneLine(`${time}  ${what}${cause}  →  ${summaryOf(e.state)}`);
 }
 
 function describeChange(e: WatchEvent): string {

@@ -1,5 +1,6 @@
 import { outsideContexts } from '../../context.js';
 import { keySlot } from '../../keys.js';
+import { ClientClosedError } from '../../errors.js';
 import {
   has,
   NextEvent,
@@ -133,14 +134,19 @@ function standaloneConnection(client: StandaloneClient, owned: boolean, onError:
   const { target: commands, options } = commandView(client, 'standalone');
   const onCommandReady = reconnected.afterFirst(client.isReady);
   client.on('ready', onCommandReady);
-  // The user's client closed by its owner ('end' once it is closed for good, not between reconnects).
+  // The user's client closed by its owner ('end' once it is closed for good, not between reconnects):
+  // relock's subscriber (its own duplicate) is closed with it, and none is opened afterwards. Without
+  // that, the duplicate's socket kept a process alive that forgot `shutdown()` (issue 36).
   const closed = new Once();
   const onEnd = (): void => {
-    if (!owned && !client.isOpen) closed.fire();
+    if (owned || client.isOpen) return;
+    closed.fire();
+    if (subscriber) void closeClient(subscriber).catch(() => {});
   };
   client.on('end', onEnd);
 
   const getSubscriber = (): Promise<unknown> => {
+    if (closed.fired) return Promise.reject(new ClientClosedError({ client: 'node-redis' }));
     if (!subscriberReady) {
       subscriberReady = outsideContexts(() => {
         const sub = client.duplicate({ disableOfflineQueue: false });

@@ -54,17 +54,21 @@ for await (const line of createInterface({ input: process.stdin })) {
   } else if (command.cmd === 'fenced') {
     const lock = client.getFencedLock(command.name);
     const tokens: string[] = [];
+    // Each round in a context of its own, as a job loop would: an abandoned hold belongs to its round alone,
+    // and the next round takes the lock as another owner once its lease ends.
     while (tokens.length < (command.rounds as number)) {
-      const token = await lock.tryLockAndGetToken(30, command.leaseMs as number, 'ms');
-      if (token === undefined) continue;
-      tokens.push(token.toString());
-      // A lease this short can run out before the unlock on a loaded machine: that is one more expiry
-      // takeover, not a failure of what the test checks (the tokens).
-      if (tokens.length % (command.abandonEvery as number) !== 0) {
-        await lock.unlock().catch((error: unknown) => {
-          if (!(error instanceof IllegalMonitorStateError)) throw error;
-        });
-      }
+      await client.runInContext(async () => {
+        const token = await lock.tryLockAndGetToken(30, command.leaseMs as number, 'ms');
+        if (token === undefined) return;
+        tokens.push(token.toString());
+        // A lease this short can run out before the unlock on a loaded machine: that is one more expiry
+        // takeover, not a failure of what the test checks (the tokens). Every abandonEvery-th hold is left to expire.
+        if (tokens.length % (command.abandonEvery as number) !== 0) {
+          await lock.unlock().catch((error: unknown) => {
+            if (!(error instanceof IllegalMonitorStateError)) throw error;
+          });
+        }
+      });
     }
     say({ type: 'tokens', tokens });
   } else if (command.cmd === 'block') {
