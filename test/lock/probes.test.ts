@@ -378,6 +378,18 @@ describe('probes: unlock outside a context', () => {
     expect({ outcome, stillHeld, holder: await h.done }).toEqual({ outcome: 'IllegalMonitorStateError', stillHeld: true, holder: 'released' });
   });
 
+  it('a task that holds 20 contextless locks (more than the 8 notes it keeps of tries that hold nothing) unlocks every one of them', async () => {
+    const client = lockClient(env.redis);
+    const locks = Array.from({ length: 20 }, () => client.getLock(uniqueName()));
+    const outcome = await task(async () => {
+      await Promise.all(locks.map((l) => l.lock()));
+      const results = await Promise.allSettled(locks.map((l) => l.unlock()));
+      return results.map((r) => (r.status === 'fulfilled' ? 'released' : (r.reason as Error).name));
+    });
+    expect(outcome).toEqual(locks.map(() => 'released'));
+    for (const lock of locks) expect(await lock.isLocked()).toBe(false);
+  });
+
   it('unlock() never throws synchronously, also after shutdown', async () => {
     const client = lockClient(env.redis);
     const lock = client.getLock(uniqueName());
