@@ -123,6 +123,47 @@ export async function killSubscribers(ctx: RunContext): Promise<number> {
   return ids.length;
 }
 
+/** Calls of one command so far (`INFO commandstats`). */
+export async function commandCalls(ctx: RunContext, command: string): Promise<number> {
+  const info = await ctx.admin.info('commandstats');
+  return Number(new RegExp(`^cmdstat_${command}:calls=(\\d+)`, 'm').exec(info)?.[1] ?? 0);
+}
+
+/**
+ * Cuts every worker's subscriber connections (through their proxies, which refuse the reconnect) and
+ * keeps them down across releases of the lock: until the lock has been free, with no script call
+ * reaching Redis, for `quietMs` (a release was published while nobody was subscribed, and no waiter is
+ * trying: every one sleeps with nobody to wake it), or for `maxMs`. Then the subscribers may reconnect.
+ * Only a waiter's timer fallback (on the holder's TTL) or its wake-up after the resubscribe can get the
+ * lock taken again. Records a `pubsub-kill` spanning the cut; resolves with whether the quiet free lock
+ * was seen.
+ */
+export async function cutSubscribersAcrossRelease(ctx: RunContext, quietMs: number, maxMs: number): Promise<boolean> {
+  const t0 = now();
+  let connections = 0;
+  for (const w of ctx.workerIds()) connections += ctx.proxy(w).severSubscribers();
+  let quiet = false;
+  try {
+    let calls = -1;
+    let quietFrom = t0;
+    while (now() - t0 < maxMs) {
+      const [held, seen] = await Promise.all([ctx.admin.exists(ctx.lockKey), commandCalls(ctx, 'evalsha')]);
+      const t = now();
+      if (held > 0 || seen !== calls) quietFrom = t;
+      calls = seen;
+      if (t - quietFrom >= quietMs) {
+        quiet = true;
+        break;
+      }
+      await sleep(10);
+    }
+  } finally {
+    for (const w of ctx.workerIds()) ctx.proxy(w).restoreSubscribers();
+  }
+  ctx.record({ kind: 'pubsub-kill', t0, t1: now(), detail: { connections, acrossRelease: true, quiet }, recovery: false });
+  return quiet;
+}
+
 /** `PEXPIRE key 1`: the key expires at once, as after a forward jump of the server's clock. */
 export async function expireEarly(ctx: RunContext): Promise<void> {
   const holder = ctx.holder();

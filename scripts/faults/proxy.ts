@@ -11,6 +11,9 @@
  * - `reset`: reset every connection (RST) and every new one until the mode changes.
  * A one-shot cut forwards a request that contains a marker (a script's SHA), waits for Redis's reply,
  * drops it and resets the connection: the command ran, the client cannot know (an ambiguous outcome).
+ * A subscriber cut (`severSubscribers`) resets the connections that sent a SUBSCRIBE and refuses every new
+ * connection until `restoreSubscribers`: the worker's commands go on, its pub/sub is down for as long as
+ * the orchestrator says (a `CLIENT KILL` alone is healed by the client within milliseconds).
  */
 import { createServer, Socket, type Server } from 'node:net';
 import { now } from './history.js';
@@ -72,12 +75,18 @@ interface Pair {
   toDown: Pipe;
   /** A request matching the armed cut was forwarded on this connection; its reply decides. */
   cutPending: boolean;
+  /** The client sent a SUBSCRIBE on this connection (its pub/sub connection). */
+  subscriber: boolean;
 }
+
+const SUBSCRIBE = ['SUBSCRIBE', 'subscribe'];
 
 export class Proxy {
   private readonly pairs = new Set<Pair>();
   private mode: ProxyMode = { kind: 'pass' };
   private refuseUntil = 0;
+  /** Subscriber connections are cut: new connections are refused (see `severSubscribers`). */
+  private severed = false;
   private cut: { rule: CutRule; resolve: (t: number) => void } | undefined;
   /** Connections accepted, reset by a fault, and cuts done (for the report). */
   readonly counts = { connections: 0, resets: 0, cuts: 0 };
@@ -119,6 +128,22 @@ export class Proxy {
     return new Promise((resolve) => (this.cut = { rule, resolve }));
   }
 
+  /**
+   * Resets every connection that sent a SUBSCRIBE and refuses new connections (the client's reconnect)
+   * until `restoreSubscribers()`; the connections that carry commands stay. Returns how many were reset.
+   */
+  severSubscribers(): number {
+    this.severed = true;
+    const subscribers = [...this.pairs].filter((pair) => pair.subscriber);
+    for (const pair of subscribers) this.destroy(pair, true);
+    return subscribers.length;
+  }
+
+  /** Ends `severSubscribers()`: new connections (the subscriber's reconnect) are accepted again. */
+  restoreSubscribers(): void {
+    this.severed = false;
+  }
+
   /** Disarms a cut that did not happen. */
   disarm(): void {
     this.cut = undefined;
@@ -133,19 +158,20 @@ export class Proxy {
 
   private accept(down: Socket): void {
     this.counts.connections++;
-    if (this.mode.kind === 'reset' || now() < this.refuseUntil) {
+    if (this.mode.kind === 'reset' || this.severed || now() < this.refuseUntil) {
       this.counts.resets++;
       down.resetAndDestroy();
       return;
     }
     const up = new Socket();
-    const pair: Pair = { down, up, toUp: new Pipe(up), toDown: new Pipe(down), cutPending: false };
+    const pair: Pair = { down, up, toUp: new Pipe(up), toDown: new Pipe(down), cutPending: false, subscriber: false };
     this.pairs.add(pair);
     down.setNoDelay(true);
     up.setNoDelay(true);
     up.connect(this.upstreamPort, '127.0.0.1');
     down.on('data', (chunk) => {
       if (this.cut && chunk.includes(this.cut.rule.match, 0, 'latin1')) pair.cutPending = true;
+      if (!pair.subscriber && SUBSCRIBE.some((verb) => chunk.includes(verb, 0, 'latin1'))) pair.subscriber = true;
       pair.toUp.push(chunk, this.delay());
     });
     up.on('data', (chunk) => {

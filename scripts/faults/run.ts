@@ -197,6 +197,7 @@ export class Run implements RunContext {
       if (e.process.paused) e.process.signal('SIGCONT');
       e.proxy?.disarm();
       e.proxy?.setMode({ kind: 'pass' });
+      e.proxy?.restoreSubscribers();
     }
     const stuck: string[] = [];
     let relockHolds = 0;
