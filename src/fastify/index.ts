@@ -55,12 +55,18 @@ export type RelockPluginOptions = (
   requestContext?: boolean;
 };
 
-async function relock(app: FastifyInstance, options: RelockPluginOptions): Promise<void> {
+function relock(app: FastifyInstance, options: RelockPluginOptions, done: (error?: Error) => void): void {
+  let client: LockClient;
   const { shutdownOnClose = true, requestContext = true, ...rest } = options ?? {};
-  const client = 'client' in rest ? givenClient(rest) : createLockClient(rest);
+  try {
+    client = 'client' in rest ? givenClient(rest) : createLockClient(rest);
+  } catch (error) {
+    return done(error as Error);
+  }
   app.decorate('locks', client);
-  if (requestContext) app.addHook('preHandler', (_req, _reply, done) => runInContext(() => done()));
+  if (requestContext) app.addHook('preHandler', (_req, _reply, next) => runInContext(() => next()));
   if (shutdownOnClose) app.addHook('onClose', () => client.shutdown());
+  done();
 }
 
 function givenClient(options: { client: LockClient }): LockClient {
