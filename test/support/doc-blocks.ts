@@ -87,6 +87,9 @@ const SHIMS = `declare module 'fastify' {
 }
 `;
 
+/** The subpath exports of the package (`relock/<name>`), each built from `src/<name>/index.ts`. */
+const SUBPATHS = ['fencing', 'express', 'fastify', 'nestjs'];
+
 /** Compiler options of the blocks: a strict ESM consumer on Node, with `relock` mapped to the sources. */
 function compilerOptions(): ts.CompilerOptions {
   return {
@@ -98,7 +101,9 @@ function compilerOptions(): ts.CompilerOptions {
     noEmit: true,
     skipLibCheck: true,
     types: ['node'],
-    paths: { relock: [join(root, 'src', 'index.ts')], 'relock/fencing': [join(root, 'src', 'fencing', 'index.ts')] },
+    // The NestJS guide's blocks use Nest's decorators, which are TypeScript's legacy ones.
+    experimentalDecorators: true,
+    paths: { relock: [join(root, 'src', 'index.ts')], ...Object.fromEntries(SUBPATHS.map((sub) => [`relock/${sub}`, [join(root, 'src', sub, 'index.ts')]])) },
   };
 }
 
