@@ -20,6 +20,9 @@
  * @document ../docs/semaphores.md
  * @document ../docs/leader-election.md
  * @document ../docs/scheduled-jobs.md
+ * @document ../docs/nestjs.md
+ * @document ../docs/express.md
+ * @document ../docs/fastify.md
  * @document ../docs/topologies.md
  * @document ../docs/security.md
  * @document ../docs/reliability.md

@@ -84,6 +84,31 @@ function installClosure(names: readonly string[]): string[] {
   return [...topLevel].sort();
 }
 
+/**
+ * A scratch project `dir` (in `work`) with the tarball unpacked as node_modules/relock and, beside it, what
+ * an install of relock and `names` brings (linked from the repository's node_modules).
+ */
+async function project(tarball: string, dir: string, names: readonly string[]): Promise<string> {
+  const path = join(work, dir);
+  mkdirSync(join(path, 'node_modules', 'relock'), { recursive: true });
+  await run('tar', ['-xzf', tarball, '-C', join(path, 'node_modules', 'relock'), '--strip-components=1']);
+  const { dependencies = {} } = JSON.parse(readFileSync(join(path, 'node_modules', 'relock', 'package.json'), 'utf8')) as { dependencies?: Record<string, string> };
+  for (const name of installClosure([...Object.keys(dependencies), ...names])) {
+    mkdirSync(dirname(join(path, 'node_modules', name)), { recursive: true });
+    symlinkSync(join(root, 'node_modules', name), join(path, 'node_modules', name));
+  }
+  writeFileSync(join(path, 'package.json'), JSON.stringify({ name: `relock-${dir}`, private: true, type: 'module' }));
+  return path;
+}
+
+/** The framework integrations (`relock/<name>`), each with what its scratch project installs besides relock. */
+const FRAMEWORKS = {
+  express: ['redis', 'express', '@types/express'],
+  fastify: ['ioredis', 'fastify', 'fastify-plugin'],
+  nestjs: ['redis', '@nestjs/common', '@nestjs/core', '@nestjs/platform-express', 'reflect-metadata', 'rxjs'],
+} as const;
+const frameworkProjects: Record<string, string> = {};
+
 beforeAll(async () => {
   server = await startRedis();
   redis = await connect(server.url);
@@ -130,6 +155,11 @@ beforeAll(async () => {
   }
   writeFileSync(join(ioredis6, 'package.json'), JSON.stringify({ name: 'relock-ioredis6-consumer', private: true, type: 'module' }));
   copyFileSync(join(here, 'ioredis-only', 'flash-sale.mjs'), join(ioredis6, 'flash-sale.mjs'));
+  for (const [framework, names] of Object.entries(FRAMEWORKS)) {
+    const path = await project(join(work, packed!.filename), framework, names);
+    for (const file of readdirSync(join(here, 'frameworks'))) copyFileSync(join(here, 'frameworks', file), join(path, file));
+    frameworkProjects[framework] = path;
+  }
   busy = await lockClient(redis).getLock(busyName).acquire();
 }, BUILD_TIMEOUT_MS + 60_000);
 
@@ -170,9 +200,9 @@ function expectLockScenario(result: Record<string, unknown>): void {
 }
 
 /** Type-checks the consumer with the project's tsc; resolves to the files tsc read. */
-async function typecheck(config: string, compilerOptions: Record<string, unknown>, files: string[]): Promise<string[]> {
+async function typecheck(config: string, compilerOptions: Record<string, unknown>, files: string[], dir = scratch): Promise<string[]> {
   writeFileSync(
-    join(scratch, config),
+    join(dir, config),
     JSON.stringify({
       // @types/node from the repository: the scratch project installs only what relock's users need at run time.
       compilerOptions: { target: 'ES2022', lib: ['ES2023', 'ESNext.Disposable'], strict: true, noEmit: true, types: ['node'], typeRoots: [join(root, 'node_modules', '@types')], ...compilerOptions },
@@ -180,7 +210,7 @@ async function typecheck(config: string, compilerOptions: Record<string, unknown
     }),
   );
   try {
-    const { stdout } = await run(process.execPath, [tsc, '-p', join(scratch, config), '--listFiles'], { cwd: scratch, timeout: 180_000, maxBuffer: 64 << 20 });
+    const { stdout } = await run(process.execPath, [tsc, '-p', join(dir, config), '--listFiles'], { cwd: dir, timeout: 180_000, maxBuffer: 64 << 20 });
     return stdout.split('\n').map((line) => line.trim()).filter(Boolean);
   } catch (error) {
     const { stdout, stderr } = error as { stdout?: string; stderr?: string };
@@ -235,7 +265,10 @@ describe('the built package', () => {
     const { peerDependencies } = JSON.parse(readFileSync(installedFile('package.json'), 'utf8')) as { peerDependencies: Record<string, string> };
     // The newest major of each peer on npm when this was written (`npm view <peer> version`); node-redis 5
     // and ioredis 5 stay in range too.
-    const newest: Record<string, string> = { ioredis: '6.1.0', redis: '6.4.0', iovalkey: '0.4.0', '@valkey/valkey-glide': '2.5.2', '@opentelemetry/api': '1.10.0', pg: '8.23.1', mysql2: '3.26.1' };
+    const newest: Record<string, string> = {
+      ioredis: '6.1.0', redis: '6.4.0', iovalkey: '0.4.0', '@valkey/valkey-glide': '2.5.2', '@opentelemetry/api': '1.10.0', pg: '8.23.1', mysql2: '3.26.1',
+      express: '5.3.0', fastify: '5.12.8', 'fastify-plugin': '6.0.1', '@nestjs/common': '12.6.3', '@nestjs/core': '12.6.3', 'reflect-metadata': '0.2.2', rxjs: '7.8.2',
+    };
     expect(Object.keys(peerDependencies).sort()).toEqual(Object.keys(newest).sort());
     for (const [peer, version] of Object.entries(newest)) expect([peer, semver.satisfies(version, peerDependencies[peer]!)]).toEqual([peer, true]);
     for (const older of ['5.4.0', '5.11.1']) expect(semver.satisfies(older, peerDependencies.ioredis!)).toBe(true);
@@ -278,5 +311,35 @@ describe('the built package', () => {
     const files = await typecheck('tsconfig.bundler.json', { module: 'ESNext', moduleResolution: 'Bundler' }, ['types-esm.ts']);
     expect(files).toContain(installedFile('dist/esm/index.d.ts'));
     expect(files).not.toContain(installedFile('dist/cjs/index.d.ts'));
+  }, 200_000);
+
+  it('loads relock without any framework installed: the integrations are optional peers, and the core entry imports none', () => {
+    for (const name of ['express', 'fastify', 'fastify-plugin', '@nestjs']) expect(existsSync(join(scratch, 'node_modules', name))).toBe(false);
+    const core = readFileSync(installedFile('dist/esm/index.js'), 'utf8') + readFileSync(installedFile('dist/cjs/index.js'), 'utf8');
+    expect(core).not.toMatch(/express|fastify|nestjs/);
+    for (const framework of Object.keys(FRAMEWORKS)) expect(existsSync(installedFile(`${framework}/package.json`))).toBe(true); // for node10 resolvers
+  });
+
+  it.each(Object.keys(FRAMEWORKS))('relock/%s works from the tarball in a project with only that framework and one Redis client: a real app answers a fenced route', async (framework) => {
+    const dir = frameworkProjects[framework]!;
+    const { stdout } = await run(process.execPath, [join(dir, 'app.mjs'), JSON.stringify({ url: server.url, framework, name: uniqueName(`package-${framework}`) })], {
+      cwd: dir,
+      timeout: 60_000,
+      env: { ...process.env, NODE_OPTIONS: '--unhandled-rejections=strict' },
+    });
+    const result = JSON.parse(stdout.trim().split('\n').at(-1)!) as { answer: { status: number; body: { token: string } }; resolved: string; required: string[] };
+    expect(result.answer.status).toBeLessThan(300);
+    expect(result.answer.body.token).toMatch(/^[1-9]\d*$/);
+    expect(fileURLToPath(result.resolved)).toBe(join(dir, 'node_modules', 'relock', 'dist', 'esm', framework, 'index.js'));
+    expect(result.required.length).toBeGreaterThan(1);
+  }, 90_000);
+
+  it.each(Object.keys(FRAMEWORKS))('relock/%s type-checks for its users under moduleResolution node16 and bundler', async (framework) => {
+    const dir = frameworkProjects[framework]!;
+    const options = framework === 'nestjs' ? { experimentalDecorators: true } : {};
+    const node16 = await typecheck('tsconfig.node16.json', { module: 'Node16', moduleResolution: 'Node16', ...options }, [`types-${framework}.ts`], dir);
+    expect(node16).toContain(join(dir, 'node_modules', 'relock', 'dist', 'esm', framework, 'index.d.ts'));
+    const bundler = await typecheck('tsconfig.bundler.json', { module: 'ESNext', moduleResolution: 'Bundler', ...options }, [`types-${framework}.ts`], dir);
+    expect(bundler).toContain(join(dir, 'node_modules', 'relock', 'dist', 'esm', framework, 'index.d.ts'));
   }, 200_000);
 });

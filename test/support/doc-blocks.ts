@@ -72,20 +72,8 @@ function preludeAbove(lines: readonly string[], fence: number): { prelude: strin
   return match ? { prelude: match[1]!.trim(), preludeLine: start + 1 } : { prelude: '', preludeLine: 0 };
 }
 
-/**
- * Third-party packages the docs show and the repository does not install: typed to what the docs use
- * (Express and pg come with their own types, as devDependencies).
- */
-const SHIMS = `declare module 'fastify' {
-  interface FastifyRequest<P = unknown> { params: P; body: unknown }
-  interface FastifyReply { code(status: number): FastifyReply; send(body?: unknown): FastifyReply }
-  interface FastifyInstance {
-    addHook(name: 'preHandler', hook: (request: FastifyRequest, reply: FastifyReply, done: () => void) => void): void;
-    post<T extends { Params?: unknown }>(path: string, handler: (request: FastifyRequest<T['Params']>, reply: FastifyReply) => unknown): void;
-  }
-  export default function Fastify(): FastifyInstance;
-}
-`;
+/** The subpath exports of the package (`relock/<name>`), each built from `src/<name>/index.ts`. */
+const SUBPATHS = ['fencing', 'express', 'fastify', 'nestjs'];
 
 /** Compiler options of the blocks: a strict ESM consumer on Node, with `relock` mapped to the sources. */
 function compilerOptions(): ts.CompilerOptions {
@@ -98,7 +86,9 @@ function compilerOptions(): ts.CompilerOptions {
     noEmit: true,
     skipLibCheck: true,
     types: ['node'],
-    paths: { relock: [join(root, 'src', 'index.ts')], 'relock/fencing': [join(root, 'src', 'fencing', 'index.ts')] },
+    // The NestJS guide's blocks use Nest's decorators, which are TypeScript's legacy ones.
+    experimentalDecorators: true,
+    paths: { relock: [join(root, 'src', 'index.ts')], ...Object.fromEntries(SUBPATHS.map((sub) => [`relock/${sub}`, [join(root, 'src', sub, 'index.ts')]])) },
   };
 }
 
@@ -117,14 +107,13 @@ interface Written {
  */
 export function checkBlocks(blocks: readonly DocBlock[], dir: string): DocProblem[] {
   mkdirSync(dir, { recursive: true });
-  writeFileSync(join(dir, 'shims.d.ts'), SHIMS);
   writeFileSync(join(dir, 'tsconfig.json'), JSON.stringify({ compilerOptions: { target: 'ES2022', module: 'NodeNext', moduleResolution: 'NodeNext', paths: compilerOptions().paths } }));
   const written = blocks.map((block, i): Written => {
     const path = join(dir, block.name ?? `block-${i}.ts`);
     writeFileSync(path, block.prelude === '' ? block.code : `${block.prelude}\n${block.code}`);
     return { block, path, preludeLines: block.prelude === '' ? 0 : block.prelude.split('\n').length };
   });
-  const program = ts.createProgram({ rootNames: [...written.map((w) => w.path), join(dir, 'shims.d.ts')], options: compilerOptions() });
+  const program = ts.createProgram({ rootNames: written.map((w) => w.path), options: compilerOptions() });
   const byPath = new Map(written.map((w) => [w.path, w]));
   const problems: DocProblem[] = [];
   const where = (w: Written, source: ts.SourceFile, pos: number): string => {
