@@ -142,7 +142,7 @@ class Unlock extends Step {
     m.holder = undefined;
     const now = performance.now();
     const next = m.queue.findIndex(isLive);
-    if (next < 0 && m.queue.every((w) => now > w.from)) return;
+    if (next < 0 && m.queue.every((w) => !isLive(w) && now > w.from)) return;
     // The owner that released it tries again at once: refused, as others wait (no barging).
     const barge = await r.runners[holder.owner]!(() => r.locks[holder.owner]!.acquire({ waitMs: 0 })).catch((e: Error) => e);
     expect({ barged: !(barge instanceof Error) }).toEqual({ barged: false });
