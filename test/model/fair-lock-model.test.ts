@@ -94,8 +94,9 @@ class TryLock extends Step {
     if (mine || free) expect(result).not.toBeInstanceOf(Error);
     else if (taken) expect((result as Error).name).toBe('LockAcquireTimeoutError');
     if (!(result instanceof Error)) {
+      // Granted to a newcomer only once the dead entries before it were gone; reentry leaves the queue as it is.
+      if (!mine) m.queue = m.queue.filter(isLive);
       m.holder = { owner: this.owner, count: (m.holder?.count ?? 0) + 1 };
-      m.queue = m.queue.filter(isLive);
     }
   }
   toString(): string {
