@@ -170,12 +170,15 @@ class Abort extends Step {
   override check(m: Readonly<Model>): boolean {
     return m.queue.some(isLive);
   }
-  async apply(m: Model, _r: Real): Promise<void> {
+  async apply(m: Model, r: Real): Promise<void> {
     const live = m.queue.filter(isLive);
     const waiter = live[this.index % live.length]!;
     const reason = new Error('model abort');
     waiter.abort.abort(reason);
     expect(await waiter.done).toBe(reason);
+    // Its leave may still be on its way when the abort rejects (it waits for attempts in flight, at most
+    // LEAVE_WAIT_MS, then goes on in the background): the entry must be gone within a bound.
+    await waitUntil(async () => !(await harness.redis.lRange(r.locks[0]!.queueKey, 0, -1)).includes(r.ids[waiter.owner]!), 2000, 5, 'the aborted waiter out of the queue');
     m.queue.splice(m.queue.indexOf(waiter), 1);
   }
   toString(): string {
