@@ -1,8 +1,8 @@
 /**
  * A TCP proxy for fault tests (no firewall rules needed): forwards a local port to a target, and can add
  * latency, blackhole traffic (read and drop, keep the sockets open: a silent partition), reset every
- * connection, or lose the reply to one request (`loseReply`: the command runs in Redis, the client never
- * hears).
+ * connection, lose the reply to one request (`loseReply`: the command runs in Redis, the client never
+ * hears), or refuse one request (`refuseRequest`: the connection is reset before it reaches Redis).
  */
 import { createServer, Socket, type Server } from 'node:net';
 
@@ -38,9 +38,15 @@ export interface TcpProxy {
    * stays armed (for the client's `EVAL`, or its next attempt). Resolves once a reply was dropped.
    */
   loseReply(rule: LossRule): Promise<void>;
+  /**
+   * Arms a one-shot refusal: the next request chunk a client sends that contains `match` (latin1, e.g. a
+   * script's SHA) is not forwarded, and its connection is reset: the command did not run, its caller sees
+   * the socket close with it in flight (a first attempt that fails without running). Resolves once done.
+   */
+  refuseRequest(match: string): Promise<void>;
   /** Called with every request chunk a client sends (blackholed or not), for tests that watch what goes to Redis; none by default. */
   onRequest: ((request: Buffer) => void) | undefined;
-  /** Disarms a `loseReply` that found no request yet (its promise never resolves). */
+  /** Disarms a `loseReply` or `refuseRequest` that found no request yet (its promise never resolves). */
   disarm(): void;
   close(): Promise<void>;
 }
@@ -64,6 +70,7 @@ function reset(socket: Socket): void {
 export async function startProxy(targetHost: string, targetPort: number): Promise<TcpProxy> {
   const sockets = new Set<Socket>();
   let loss: Loss | undefined;
+  let refusal: { match: string; done: () => void } | undefined;
   let repliesLost = 0;
   let refuseUntil = 0;
   const proxy: TcpProxy = {
@@ -84,8 +91,13 @@ export async function startProxy(targetHost: string, targetPort: number): Promis
         const matches = typeof match === 'string' ? (request: Buffer) => request.includes(match, 0, 'latin1') : match;
         loss = { matches, rule, done: resolve };
       }),
+    refuseRequest: (match) =>
+      new Promise((resolve) => {
+        refusal = { match, done: resolve };
+      }),
     disarm: () => {
       loss = undefined;
+      refusal = undefined;
     },
     close: () => {
       proxy.resetAll();
@@ -119,6 +131,14 @@ export async function startProxy(targetHost: string, targetPort: number): Promis
     upstream.connect(targetPort, targetHost);
     client.on('data', (chunk: Buffer) => {
       proxy.onRequest?.(chunk);
+      if (refusal && proxy.mode !== 'blackhole' && chunk.includes(refusal.match, 0, 'latin1')) {
+        const refused = refusal;
+        refusal = undefined;
+        reset(client);
+        drop();
+        refused.done();
+        return;
+      }
       if (loss && proxy.mode !== 'blackhole' && loss.matches(chunk)) {
         dropping = loss;
         loss = undefined;
