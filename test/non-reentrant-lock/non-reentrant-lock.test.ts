@@ -45,7 +45,7 @@ describe('NonReentrantLock', () => {
       await expect(other.runInContext(() => other.getNonReentrantLock(name).unlock())).rejects.toBeInstanceOf(IllegalMonitorStateError);
       expect(await env.redis.exists(lock.key)).toBe(1);
       await sleep(200); // the time under test: the lease runs out
-      const next = await client.getNonReentrantLock(name).acquire({ waitMs: 0, leaseMs: 5000 });
+      const next = await other.getNonReentrantLock(name).acquire({ waitMs: 0, leaseMs: 5000 });
       await expect(lock.unlock()).rejects.toBeInstanceOf(IllegalMonitorStateError);
       expect(await env.redis.get(lock.key)).toBe(next.owner);
       await next.release();
