@@ -168,6 +168,21 @@ function contract(topology: () => Topology, v: LockVariant): void {
       });
       expect(await redis.exists(lock.key)).toBe(0);
     });
+  } else {
+    it('a retried unlock after a lost reply succeeds once: the hold is released, no IllegalMonitorStateError', async () => {
+      const { client: c, loseReplyTo } = await topology().lossyClient();
+      const { redis } = topology();
+      const lock = v.of(c, newName());
+      await c.runInContext(async () => {
+        expect(await lock.tryLock(0, 10_000, 'ms')).toBe(true);
+        let lost = false;
+        void loseReplyTo(lock.key).then(() => (lost = true));
+        await lock.unlock();
+        expect(lost).toBe(true);
+        expect(await lock.getHoldCount()).toBe(0);
+      });
+      expect(await redis.exists(lock.key)).toBe(0);
+    });
   }
 
   it('a retried acquire after a lost grant adds no second hold; one unlock frees the key', async () => {

@@ -51,6 +51,19 @@ describe('NonReentrantLock', () => {
       await next.release();
     }));
 
+  it("a context whose hold's lease ran out acquires again: the ended hold is forgotten, not waited for", () =>
+    runInContext(async () => {
+      const client = lockClient(env.redis);
+      const lock = client.getNonReentrantLock(uniqueName());
+      expect(await lock.tryLock(0, 150, 'ms')).toBe(true);
+      expect(await lock.tryLock()).toBe(false);
+      await sleep(200); // the time under test: the lease runs out
+      expect(await lock.tryLock(0, 5000, 'ms')).toBe(true);
+      expect(await lock.getHoldCount()).toBe(1);
+      await lock.unlock();
+      expect(await env.redis.exists(lock.key)).toBe(0);
+    }));
+
   it('one kind per name against the hash locks: WrongTypeError both ways, nothing written', async () => {
     const client = lockClient(env.redis);
     const name = uniqueName();
