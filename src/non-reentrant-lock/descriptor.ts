@@ -2,13 +2,14 @@ import type { KindDescriptor } from '../descriptor.js';
 import { LOCK_CHANNEL, LOCK_NO_TTL } from '../lock/descriptor.js';
 import { RNonReentrantLock } from './non-reentrant-lock.js';
 
-/** A semaphore's counter: an integer string is never a non-reentrant lock's owner. */
-const INTEGER = /^-?\d+$/;
+/** An owner id as relock writes it: the client's id (`randomId()`: 16 base64url characters), `:`, the context's (base 36). */
+const OWNER_ID = /^[\w-]{16}:[0-9a-z]+$/;
 
 /**
  * `RNonReentrantLock`: a string `keyPrefix + name` holding its owner, channel `relock:channel:{name}`. A
- * string is not marked: one that is not an integer (a semaphore's counter) and is at most 64 bytes (the
- * snapshot's limit) is taken for a non-reentrant lock, and its value shown as the holder.
+ * string is not marked: one whose value has the shape of a relock owner id (`clientId:contextId`) is taken
+ * for a non-reentrant lock, and its value shown as the holder; one held under a caller's `identifier`
+ * shows as data relock did not write.
  */
 export const NON_REENTRANT_LOCK_DESCRIPTOR: KindDescriptor = {
   kind: 'non-reentrant-lock',
@@ -16,8 +17,8 @@ export const NON_REENTRANT_LOCK_DESCRIPTOR: KindDescriptor = {
   redisType: 'string',
   keys: [],
   channels: [LOCK_CHANNEL],
-  recognise: (state) => state.main.value !== undefined && !INTEGER.test(state.main.value),
-  foreign: 'string longer than 64 bytes (no relock counter or lock owner)',
+  recognise: (state) => state.main.value !== undefined && OWNER_ID.test(state.main.value),
+  foreign: 'string that is neither a relock counter (an integer) nor a relock owner id (a non-reentrant lock)',
   details: (state) => ({ holders: state.main.value === undefined ? [] : [{ owner: state.main.value, holds: 1 }] }),
   summary: (d) => (d.holders!.length === 0 ? 'not held' : `held by ${d.holders![0].owner}`),
   noTtl: LOCK_NO_TTL,
