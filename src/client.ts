@@ -10,6 +10,7 @@ import { RLock, type AcquireOptions } from './lock/lock.js';
 import { RMultiLock } from './multi-lock/multi-lock.js';
 import { RRedLock } from './red-lock/red-lock.js';
 import { RSpinLock, type SpinLockOptions } from './spin-lock/spin-lock.js';
+import { RNonReentrantLock } from './non-reentrant-lock/non-reentrant-lock.js';
 import { RCountDownLatch } from './count-down-latch/latch.js';
 import { RPermitExpirableSemaphore } from './permit-expirable-semaphore/semaphore.js';
 import { RSemaphore } from './semaphore/semaphore.js';
@@ -28,6 +29,7 @@ import type { OtelOptions } from './observe/options.js';
 import type { KindDescriptor } from './descriptor.js';
 import { LOCK_DESCRIPTOR } from './lock/descriptor.js';
 import { SPIN_LOCK_DESCRIPTOR } from './spin-lock/descriptor.js';
+import { NON_REENTRANT_LOCK_DESCRIPTOR } from './non-reentrant-lock/descriptor.js';
 import { FENCED_LOCK_DESCRIPTOR } from './fenced-lock/descriptor.js';
 import { FENCED_RESOURCE_DESCRIPTOR } from './fenced-resource/descriptor.js';
 import { RFencedResource } from './fenced-resource/fenced-resource.js';
@@ -49,6 +51,7 @@ import { JOB_LOCK_DESCRIPTOR } from './job-lock/descriptor.js';
 export const OBJECT_DESCRIPTORS: readonly KindDescriptor[] = Object.freeze([
   LOCK_DESCRIPTOR,
   SPIN_LOCK_DESCRIPTOR,
+  NON_REENTRANT_LOCK_DESCRIPTOR,
   FENCED_LOCK_DESCRIPTOR,
   FAIR_LOCK_DESCRIPTOR,
   READ_WRITE_LOCK_DESCRIPTOR,
@@ -267,6 +270,16 @@ export class LockClient extends EventEmitter<LockClientEvents> {
    */
   getSpinLock(name: string, options?: SpinLockOptions): RSpinLock {
     return new RSpinLock(this.core, name, options);
+  }
+
+  /**
+   * A lock that is not reentrant (Redisson 4.4's `getNonReentrantLock`), the cheapest relock lock: a plain
+   * string holding the owner, acquired with `SET NX PX` (no script), released by a compare-and-delete
+   * script, renewed by the watchdog, waited for by pub/sub; an owner that acquires it again waits like any
+   * other owner. See `RNonReentrantLock`. Each call returns a new object. Throws as `getLock`.
+   */
+  getNonReentrantLock(name: string): RNonReentrantLock {
+    return new RNonReentrantLock(this.core, name);
   }
 
   /**

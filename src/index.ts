@@ -71,6 +71,7 @@ export type { GroupAcquireOptions, GroupLock } from './multi-lock/group-lock.js'
 export { RMultiLock } from './multi-lock/multi-lock.js';
 export { RRedLock } from './red-lock/red-lock.js';
 export { RSpinLock, type SpinLockOptions } from './spin-lock/spin-lock.js';
+export { RNonReentrantLock } from './non-reentrant-lock/non-reentrant-lock.js';
 export { PermitHandle } from './permit-expirable-semaphore/handle.js';
 export { RPermitExpirableSemaphore, type PermitAcquireOptions } from './permit-expirable-semaphore/semaphore.js';
 export { RFairLock } from './fair-lock/fair-lock.js';

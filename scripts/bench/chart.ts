@@ -17,6 +17,7 @@ const COLORS: Record<Impl, string> = {
   'relock-base': '#a6dba0',
   'relock-ioredis': '#7fbc41',
   'relock-glide': '#5aae61',
+  'non-reentrant': '#00441b',
   floor: '#888888',
   'floor-ioredis': '#999999',
   'floor-setnx': '#aaaaaa',

@@ -41,6 +41,15 @@ export const CATALOGUE: readonly CatalogueEntry[] = [
     pattern: '^RLock contract only the holder unlocks',
   },
   {
+    id: 'non-reentrant-unlock-owner',
+    mechanism: "the non-reentrant lock's compare-and-delete checks the owner (another owner's unlock deletes nothing)",
+    file: 'src/non-reentrant-lock/scripts.ts',
+    find: "if redis.call('get', lock) ~= owner then",
+    replace: "if not redis.call('get', lock) then",
+    tests: [CONTRACT],
+    pattern: '^NonReentrantLock contract only the holder unlocks',
+  },
+  {
     id: 'shared-object-owner',
     mechanism: 'per-task ownership of a shared lock object (each contextless acquisition its own owner)',
     file: 'src/context.ts',

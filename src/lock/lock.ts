@@ -319,6 +319,8 @@ export class RLock {
   private channelName: string | undefined;
   /** The kind of lock, kept in its hash's `kind` field and checked by every acquisition; each variant has its own. */
   protected readonly kind: ObjectKind = 'lock';
+  /** How the watchdog renews this lock's holds and `setLease` sets a lease: the owner-checked `PEXPIRE` of its key (the non-reentrant lock checks a string instead of a hash field). */
+  protected readonly renewal: RenewalKind = LOCK_RENEWAL;
   /** How metrics and events name this lock's kind (the `relock.kind` attribute); each variant has its own. */
   protected readonly metricKind: MetricKind = 'lock';
   /** This lock's entry in a context's holds (`clientId + ' ' + key`; the read and write locks of one read-write lock differ). */
@@ -942,7 +944,7 @@ export class RLock {
    * hold record when it is free (see `Watchdog.register`); the read-write lock renews its own way.
    */
   protected registerHold(owner: string): WatchdogHold {
-    const hold = this.core.watchdog.register(LOCK_RENEWAL, this.name, this.key, owner, undefined, this.spareHold);
+    const hold = this.core.watchdog.register(this.renewal, this.name, this.key, owner, undefined, this.spareHold);
     this.spareHold = hold;
     return hold;
   }
@@ -1040,7 +1042,7 @@ export class RLock {
 
   /**
    * Sets the lock's TTL to `leaseMs` if `ctx`'s owner holds it (the multi-lock's final lease, as Redisson's
-   * `expireAsync` on each member), with the renewal script. Resolves to the send time (monotonic ms), or
+   * `expireAsync` on each member), with the renewal script (`renewal`). Resolves to the send time (monotonic ms), or
    * `undefined` when the owner no longer holds it. A lock whose holds are not fields of its hash overrides it.
    */
   protected async setLease(ctx: LockContext, leaseMs: number): Promise<number | undefined> {
@@ -1050,9 +1052,9 @@ export class RLock {
       'lock.setLease',
       () => {
         sentAt = monotonic();
-        return RENEW.run(this.core.connection, [this.key], [String(leaseMs), this.ownerOf(ctx)]);
+        return this.renewal.script.run(this.core.connection, [this.key], [String(leaseMs), this.ownerOf(ctx)]);
       },
-      { idempotent: true },
+      { idempotent: true, expects: this.expects },
     );
     return reply[0] === 1 ? sentAt : undefined;
   }

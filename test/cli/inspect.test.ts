@@ -44,6 +44,16 @@ describe('relock inspect', () => {
     await first.release();
   }));
 
+  it('shows a non-reentrant lock (a plain string): its value as the holder, the TTL and the channel; force-unlock deletes it', async () => {
+    const lock = lockClient(redis).getNonReentrantLock(uniqueName('inspect-nr'));
+    const held = await lock.acquire({ leaseMs: 30_000 });
+    const d = await inspect(lock.name);
+    expect(d).toMatchObject({ name: lock.name, type: 'non-reentrant-lock', exists: true, holders: [{ owner: held.owner, holds: 1 }], channels: [{ channel: lock.channel, subscribers: 0 }], warnings: [] });
+    expect(d.ttlMs).toBeGreaterThan(20_000);
+    expect((await runCli(['force-unlock', lock.name, '--yes', '--url', server.url])).code).toBe(0);
+    expect(await redis.exists(lock.key)).toBe(0);
+  });
+
   it('warns about a lock without TTL, in JSON and on stderr in text mode', async () => {
     const lock = lockClient(redis).getLock(uniqueName('inspect-nottl'));
     const handle = await lock.acquire({ leaseMs: 60_000 });

@@ -40,7 +40,9 @@ function lockCase(name: string, kind: ObjectKind, of: (c: LockClient, name: stri
 }
 
 const CASES: readonly KindCase[] = [
-  ...VARIANTS.map((v) => lockCase(v.name, v.kind, v.of)),
+  // The non-reentrant lock (a plain, unmarked string) is left out: only hash kinds are refused by it and
+  // only its WRONGTYPE on hashes tells it apart (test/non-reentrant-lock/non-reentrant-lock.test.ts).
+  ...VARIANTS.filter((v) => !v.plain).map((v) => lockCase(v.name, v.kind, v.of)),
   {
     name: 'RSemaphore',
     kind: 'semaphore',

@@ -58,11 +58,11 @@ export interface Topology {
   lossyClient(options?: ClientOptions): Promise<LossyClient>;
 }
 
-/** A script call that names `key`: the request the proxy loses the reply of. */
+/** A script call (or a `SET`: the non-reentrant lock's acquire) that names `key`: the request the proxy loses the reply of. */
 const scriptCallOn =
   (key: string) =>
   (request: Buffer): boolean =>
-    request.includes(key) && (request.includes('EVAL') || request.includes('FCALL'));
+    request.includes(key) && (request.includes('EVAL') || request.includes('FCALL') || request.includes('\r\nSET\r\n'));
 
 /** Things to close after the current test, last opened first. */
 function useDisposer(): (close: () => Promise<unknown>) => void {

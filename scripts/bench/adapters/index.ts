@@ -29,7 +29,7 @@ async function glideAdapter(impl: 'relock-glide' | 'floor-glide', options: Adapt
 }
 
 /** The libraries on the shared node-redis client; those on GLIDE have clients of their own, the rest share the ioredis one. */
-const ON_NODE_REDIS: readonly Impl[] = ['relock', 'relock-base', 'floor', 'floor-setnx'];
+const ON_NODE_REDIS: readonly Impl[] = ['relock', 'non-reentrant', 'relock-base', 'floor', 'floor-setnx'];
 const ON_GLIDE: readonly Impl[] = ['relock-glide', 'floor-glide'];
 
 /**
@@ -57,6 +57,7 @@ export async function openAdapters(impls: readonly Impl[], options: AdapterOptio
   for (const impl of impls) {
     if (impl === 'relock') list.push((await import('./relock.js')).relockAdapter(redis!, options));
     else if (impl === 'relock-base') list.push((await import('./relock.js')).relockAdapter(redis!, options, impl, await baseline(options)));
+    else if (impl === 'non-reentrant') list.push((await import('./relock.js')).relockAdapter(redis!, options, impl));
     else if (impl === 'relock-ioredis') list.push((await import('./relock.js')).relockAdapter(ioredis!, options, impl));
     else if (impl === 'relock-glide' || impl === 'floor-glide') list.push(await glideAdapter(impl, options));
     else if (impl === 'floor' || impl === 'floor-setnx') list.push(await (await import('./floor.js')).floorAdapter(redis!, impl));

@@ -16,17 +16,19 @@ type WithSemaphore = LockClient & { getSemaphore?: (name: string) => RSemaphoreA
 /**
  * relock on the given client (node-redis for `relock` and `relock-base`, the shared ioredis one for
  * `relock-ioredis`, a GlideClient for `relock-glide`), defaults except `lockWatchdogTimeout` when `leaseMs` is set. Mutexes use `lock()` /
- * `unlock()` (watchdog mode), one RLock object (one owner) per task. `lib`: the relock module to use
+ * `unlock()` (watchdog mode), one RLock object (one owner) per task (`non-reentrant`: one
+ * `getNonReentrantLock` object, the same calls). `lib`: the relock module to use
  * (`relock-base`: another source tree's, see `openAdapters`).
  */
-export function relockAdapter(redis: object, options: AdapterOptions, impl: Extract<Impl, 'relock' | 'relock-base' | 'relock-ioredis' | 'relock-glide'> = 'relock', lib: Pick<typeof relock, 'createLockClient'> = relock): Adapter {
+export function relockAdapter(redis: object, options: AdapterOptions, impl: Extract<Impl, 'relock' | 'non-reentrant' | 'relock-base' | 'relock-ioredis' | 'relock-glide'> = 'relock', lib: Pick<typeof relock, 'createLockClient'> = relock): Adapter {
   const client: WithSemaphore = lib.createLockClient({ redis, ...(options.leaseMs === undefined ? {} : { lockWatchdogTimeout: options.leaseMs }) });
   if (options.onLost) client.on('lockLost', options.onLost);
   const getSemaphore = client.getSemaphore?.bind(client);
+  const getLock = impl === 'non-reentrant' ? (name: string) => client.getNonReentrantLock(name) : (name: string) => client.getLock(name);
   return {
     impl,
     mutex(name) {
-      const lock = client.getLock(name);
+      const lock = getLock(name);
       return {
         acquire: async () => {
           await lock.lock();
@@ -36,12 +38,12 @@ export function relockAdapter(redis: object, options: AdapterOptions, impl: Extr
       };
     },
     async hold(name) {
-      const lock = client.getLock(name);
+      const lock = getLock(name);
       await lock.lock();
       return () => lock.unlock();
     },
     async handleHold(name) {
-      const handle = await client.getLock(name).acquire();
+      const handle = await getLock(name).acquire();
       return () => handle.release();
     },
     ...(getSemaphore

@@ -10,11 +10,12 @@
  * the floor on the ioredis client the peers share; `*-tuned` are peers with a short retry interval; `relock-base` is relock
  * built from another source tree (`--baseline DIR`), for a before/after in one run; `relock-ioredis` is
  * relock on the ioredis client the peers use (one client, shared); `relock-glide` is relock on a Valkey
- * GLIDE 2 client (`GlideClient`), `floor-glide` the floor on one.
+ * GLIDE 2 client (`GlideClient`), `floor-glide` the floor on one; `non-reentrant` is relock's
+ * `getNonReentrantLock` (a plain `SET NX PX` acquire) on the node-redis client.
  */
-export type Impl = 'relock' | 'relock-base' | 'relock-ioredis' | 'relock-glide' | 'redlock' | 'redlock-tuned' | 'sesamecare-redlock' | 'redis-semaphore' | 'redis-semaphore-tuned' | 'floor' | 'floor-ioredis' | 'floor-setnx' | 'floor-glide';
+export type Impl = 'relock' | 'non-reentrant' | 'relock-base' | 'relock-ioredis' | 'relock-glide' | 'redlock' | 'redlock-tuned' | 'sesamecare-redlock' | 'redis-semaphore' | 'redis-semaphore-tuned' | 'floor' | 'floor-ioredis' | 'floor-setnx' | 'floor-glide';
 
-export const ALL_IMPLS: readonly Impl[] = ['relock', 'relock-ioredis', 'relock-glide', 'floor', 'floor-ioredis', 'floor-setnx', 'floor-glide', 'redlock', 'redlock-tuned', 'sesamecare-redlock', 'redis-semaphore', 'redis-semaphore-tuned'];
+export const ALL_IMPLS: readonly Impl[] = ['relock', 'non-reentrant', 'relock-ioredis', 'relock-glide', 'floor', 'floor-ioredis', 'floor-setnx', 'floor-glide', 'redlock', 'redlock-tuned', 'sesamecare-redlock', 'redis-semaphore', 'redis-semaphore-tuned'];
 
 /** The peers, default and tuned: what `×best peer` compares with. */
 export const PEERS: readonly Impl[] = ['redlock', 'redlock-tuned', 'sesamecare-redlock', 'redis-semaphore', 'redis-semaphore-tuned'];
@@ -66,11 +67,12 @@ export interface AdapterOptions {
  * The commands each library sends to Redis itself, as named in INFO commandstats. Commands that its
  * scripts run inside Redis are counted there too; counting only these counts requests (round trips),
  * not the work each script does. relock: its scripts, the batched UNLINK of unlock latches, and
- * (un)subscribing; redis-semaphore and `floor-setnx`: `SET NX` to take a mutex, scripts for the rest.
+ * (un)subscribing (`non-reentrant`: also its `SET NX` acquire and a refused attempt's `PTTL`); redis-semaphore and `floor-setnx`: `SET NX` to take a mutex, scripts for the rest.
  */
 export const REQUEST_COMMANDS: Readonly<Record<Impl, readonly string[]>> = {
   relock: ['evalsha', 'eval', 'unlink', 'subscribe', 'unsubscribe'],
   'relock-base': ['evalsha', 'eval', 'unlink', 'subscribe', 'unsubscribe'],
+  'non-reentrant': ['set', 'pttl', 'evalsha', 'eval', 'unlink', 'subscribe', 'unsubscribe'],
   'relock-ioredis': ['evalsha', 'eval', 'unlink', 'subscribe', 'unsubscribe'],
   'relock-glide': ['evalsha', 'eval', 'unlink', 'subscribe', 'unsubscribe'],
   floor: ['evalsha'],
