@@ -1,0 +1,174 @@
+/**
+ * `npm run mutation-score -- --sample N [--seed S]`: a sampled mutation score from StrykerJS, a check the
+ * catalogue's authors did not write (`npm run mutants` is the hand-written regression list).
+ *
+ * 1. Stryker's own instrumenter enumerates every mutant over src/ (sample.ts).
+ * 2. N of them are drawn with a seeded generator; the seed defaults to today's date (UTC), so that
+ *    nobody can tune the code to a fixed sample.
+ * 3. `stryker run` (stryker.config.mjs: jest runner, ES modules, `perTest` coverage, TypeScript checker)
+ *    runs exactly those: each as a `mutate` range, the mutants nested in a range ignored by the
+ *    sample-ignorer.mjs plugin, each mutant's run limited to the tests that cover it (Stryker's `perTest`
+ *    coverage) and their files (covering-sequencer.cjs), and stopped at its first failing test
+ *    (bail-environment.cjs).
+ * 4. It prints the score over the safety-relevant folders and over the rest, each with its 95 % Wilson
+ *    interval, and every survivor (file:line, mutation, original).
+ *
+ * Score: (killed + timed out) / (killed + timed out + survived + no coverage), Stryker's definition; a
+ * mutant the TypeScript checker rejects (CompileError) is not a valid program and is left out of both
+ * counts; a runtime error (the test process crashed) is reported apart. Stryker writes only under
+ * `.stryker-tmp/` (ignored): its sandbox copy of the tree, the sample and `report.json`.
+ *
+ * Flags: `--sample N` (default 40), `--seed S` (default YYYY-MM-DD), `--list` (print the sample, run
+ * nothing), `--concurrency C` (Stryker's test runner processes, default 2). Exits 1 if Stryker fails or a
+ * sampled mutant is missing from its report.
+ */
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { repoRoot } from '../mutants/scratch.js';
+import { allMutants, draw, isSafetyRelevant, mutantKey, type SampledMutant, wilson } from './sample.js';
+
+interface Args {
+  sample: number;
+  seed: string;
+  list: boolean;
+  concurrency: number;
+}
+
+function parseArgs(argv: readonly string[]): Args {
+  const args: Args = { sample: 40, seed: new Date().toISOString().slice(0, 10), list: false, concurrency: 2 };
+  for (let i = 0; i < argv.length; i++) {
+    const [flag, inline] = (argv[i] ?? '').split('=', 2) as [string, string | undefined];
+    const value = (): string => inline ?? argv[++i] ?? '';
+    if (flag === '--sample') args.sample = Number(value());
+    else if (flag === '--seed') args.seed = value();
+    else if (flag === '--concurrency') args.concurrency = Number(value());
+    else if (flag === '--list') args.list = true;
+    else throw new Error(`unknown argument ${flag} (expected --sample N, --seed S, --concurrency C, --list)`);
+  }
+  if (!Number.isInteger(args.sample) || args.sample < 1) throw new Error('--sample takes a positive whole number');
+  if (!Number.isInteger(args.concurrency) || args.concurrency < 1) throw new Error('--concurrency takes a positive whole number');
+  return args;
+}
+
+const TMP = '.stryker-tmp';
+const SAMPLE_FILE = join(TMP, 'sample.json');
+const CONFIG_FILE = join(TMP, 'mutation-score.config.json');
+const REPORT_FILE = join(TMP, 'report.json');
+/** Test name → test files, recorded in the dry run by bail-environment.cjs for covering-sequencer.cjs. */
+const TESTS_FILE = join(TMP, 'test-files.json');
+
+/**
+ * Test files left out of Stryker's runs: they test the build, the docs or the scripts, not src/ through
+ * the sandbox (bench, docs, package, faults), or repeat the ioredis adapter's suites on its other
+ * versions and fork (ioredis6, iovalkey).
+ */
+const IGNORED_TESTS = ['/test/bench/', '/test/docs/', '/test/package/', '/test/faults/', '/test/clients/ioredis6', '/test/clients/iovalkey'];
+
+async function writeConfig(sample: readonly SampledMutant[], concurrency: number): Promise<void> {
+  const base = ((await import(join(repoRoot, 'stryker.config.mjs'))) as { default: Record<string, unknown> }).default;
+  const config = {
+    ...base,
+    mutate: sample.map((m) => `${m.file}:${m.start.line}:${m.start.column}-${m.end.line}:${m.end.column}`),
+    plugins: ['@stryker-mutator/*', './scripts/mutation-score/sample-ignorer.mjs'],
+    ignorers: ['relock-sample'],
+    concurrency,
+    jest: {
+      ...(base.jest as object),
+      config: {
+        testEnvironment: './scripts/mutation-score/bail-environment.cjs',
+        testSequencer: '<rootDir>/scripts/mutation-score/covering-sequencer.cjs',
+        testPathIgnorePatterns: IGNORED_TESTS,
+      },
+    },
+    jsonReporter: { fileName: REPORT_FILE },
+  };
+  writeFileSync(join(repoRoot, CONFIG_FILE), JSON.stringify(config, null, 2));
+}
+
+interface ReportMutant {
+  mutatorName: string;
+  replacement: string;
+  status: string;
+  location: { start: { line: number; column: number }; end: { line: number; column: number } };
+}
+
+/** The status of each sampled mutant in Stryker's JSON report, by `mutantKey`. */
+function readStatuses(): Map<string, string> {
+  const report = JSON.parse(readFileSync(join(repoRoot, REPORT_FILE), 'utf8')) as { files: Record<string, { mutants: ReportMutant[] }> };
+  const statuses = new Map<string, string>();
+  for (const [file, { mutants }] of Object.entries(report.files)) {
+    for (const m of mutants) {
+      // The report's columns are 1-based (mutation-testing-elements' schema), the instrumenter's 0-based.
+      const start = { line: m.location.start.line, column: m.location.start.column - 1 };
+      const end = { line: m.location.end.line, column: m.location.end.column - 1 };
+      statuses.set(mutantKey({ file, mutatorName: m.mutatorName, replacement: m.replacement, start, end }), m.status);
+    }
+  }
+  return statuses;
+}
+
+/** The source text a mutant replaces, on one line and shortened. */
+function original(m: SampledMutant): string {
+  const lines = readFileSync(join(repoRoot, m.file), 'utf8').split('\n').slice(m.start.line - 1, m.end.line);
+  lines[lines.length - 1] = (lines[lines.length - 1] ?? '').slice(0, m.end.column);
+  lines[0] = (lines[0] ?? '').slice(m.start.column);
+  return shorten(lines.map((l) => l.trim()).join(' '));
+}
+
+function shorten(text: string): string {
+  const flat = text.replace(/\s+/g, ' ');
+  return flat.length > 100 ? `${flat.slice(0, 97)}...` : flat;
+}
+
+const DETECTED = new Set(['Killed', 'Timeout']);
+const UNDETECTED = new Set(['Survived', 'NoCoverage']);
+
+function summarise(label: string, results: readonly (readonly [SampledMutant, string])[]): void {
+  const detected = results.filter(([, s]) => DETECTED.has(s)).length;
+  const valid = results.filter(([, s]) => DETECTED.has(s) || UNDETECTED.has(s)).length;
+  const counts = new Map<string, number>();
+  for (const [, s] of results) counts.set(s, (counts.get(s) ?? 0) + 1);
+  const { low, high } = wilson(detected, valid);
+  const pct = (x: number): string => `${(100 * x).toFixed(1)} %`;
+  const score = valid === 0 ? 'n/a' : pct(detected / valid);
+  console.log(`${label}: ${score} (${detected}/${valid}), 95 % interval ${pct(low)}–${pct(high)}; ${[...counts].map(([s, n]) => `${s} ${n}`).join(', ')}`);
+}
+
+async function main(): Promise<void> {
+  const args = parseArgs(process.argv.slice(2));
+  const all = await allMutants(repoRoot);
+  const sample = draw(all, args.sample, args.seed);
+  console.log(`mutation-score: ${sample.length} of ${all.length} mutants over src/, seed ${JSON.stringify(args.seed)}`);
+  if (args.list) {
+    for (const m of sample) console.log(`  ${mutantKey(m)}`);
+    return;
+  }
+  mkdirSync(join(repoRoot, TMP), { recursive: true });
+  writeFileSync(join(repoRoot, SAMPLE_FILE), JSON.stringify(sample));
+  rmSync(join(repoRoot, TESTS_FILE), { force: true });
+  await writeConfig(sample, args.concurrency);
+  const started = Date.now();
+  const stryker = spawnSync('npx', ['stryker', 'run', CONFIG_FILE], {
+    cwd: repoRoot, stdio: 'inherit', env: { ...process.env, RELOCK_MUTATION_SAMPLE: join(repoRoot, SAMPLE_FILE), RELOCK_MUTATION_TESTS: join(repoRoot, TESTS_FILE) },
+  });
+  const seconds = (Date.now() - started) / 1000;
+  if (stryker.status !== 0) throw new Error(`stryker run exited ${stryker.status ?? stryker.signal}`);
+  const statuses = readStatuses();
+  const missing = sample.filter((m) => !statuses.has(mutantKey(m)));
+  if (missing.length > 0) throw new Error(`missing from Stryker's report: ${missing.map(mutantKey).join('; ')}`);
+  const results = sample.map((m) => [m, statuses.get(mutantKey(m)) ?? ''] as const);
+  console.log(`\nmutation-score: seed ${JSON.stringify(args.seed)}, ${sample.length} mutants in ${seconds.toFixed(0)} s (${(seconds / sample.length).toFixed(1)} s per mutant, ${statuses.size} run or ignored by Stryker)`);
+  summarise('safety-relevant', results.filter(([m]) => isSafetyRelevant(m.file)));
+  summarise('rest           ', results.filter(([m]) => !isSafetyRelevant(m.file)));
+  const survivors = results.filter(([, s]) => UNDETECTED.has(s));
+  console.log(survivors.length === 0 ? 'no survivors' : 'survivors:');
+  for (const [m, s] of survivors) {
+    console.log(`  ${m.file}:${m.start.line}:${m.start.column} ${s} ${m.mutatorName}: ${shorten(m.replacement)}  (was: ${original(m)})`);
+  }
+}
+
+main().catch((error: unknown) => {
+  console.error(error instanceof Error ? error.message : error);
+  process.exitCode = 1;
+});
