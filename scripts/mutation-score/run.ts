@@ -7,7 +7,7 @@
  *    nobody can tune the code to a fixed sample.
  * 3. `stryker run` (stryker.config.mjs: jest runner, ES modules, `perTest` coverage, TypeScript checker)
  *    runs exactly those: each as a `mutate` range, the mutants nested in a range ignored by the
- *    sample-ignorer.mjs plugin, each mutant's run limited to the tests that cover it (Stryker's `perTest`
+ *    `relock-sample` ignorer (plugins.mjs), each mutant's run limited to the tests that cover it (Stryker's `perTest`
  *    coverage) and their files (covering-sequencer.cjs), and stopped at its first failing test
  *    (bail-environment.cjs).
  * 4. It prints the score over the safety-relevant folders and over the rest, each with its 95 % Wilson
@@ -19,11 +19,12 @@
  * `.stryker-tmp/` (ignored): its sandbox copy of the tree, the sample and `report.json`.
  *
  * Flags: `--sample N` (default 40), `--seed S` (default YYYY-MM-DD), `--list` (print the sample, run
- * nothing), `--concurrency C` (Stryker's processes: one TypeScript checker, the rest jest runners; default 3). Exits 1 if Stryker fails or a
+ * nothing), `--report-only` (print the last run's results again, those of a run stopped before its end
+ * included), `--concurrency C` (Stryker's processes: one TypeScript checker, the rest jest runners; default 3). Exits 1 if Stryker fails or a
  * sampled mutant is missing from its report.
  */
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { repoRoot } from '../mutants/scratch.js';
 import { allMutants, draw, isSafetyRelevant, mutantKey, type SampledMutant, wilson } from './sample.js';
@@ -32,11 +33,12 @@ interface Args {
   sample: number;
   seed: string;
   list: boolean;
+  reportOnly: boolean;
   concurrency: number;
 }
 
 function parseArgs(argv: readonly string[]): Args {
-  const args: Args = { sample: 40, seed: new Date().toISOString().slice(0, 10), list: false, concurrency: 3 };
+  const args: Args = { sample: 40, seed: new Date().toISOString().slice(0, 10), list: false, reportOnly: false, concurrency: 3 };
   for (let i = 0; i < argv.length; i++) {
     const [flag, inline] = (argv[i] ?? '').split('=', 2) as [string, string | undefined];
     const value = (): string => inline ?? argv[++i] ?? '';
@@ -44,7 +46,8 @@ function parseArgs(argv: readonly string[]): Args {
     else if (flag === '--seed') args.seed = value();
     else if (flag === '--concurrency') args.concurrency = Number(value());
     else if (flag === '--list') args.list = true;
-    else throw new Error(`unknown argument ${flag} (expected --sample N, --seed S, --concurrency C, --list)`);
+    else if (flag === '--report-only') args.reportOnly = true;
+    else throw new Error(`unknown argument ${flag} (expected --sample N, --seed S, --concurrency C, --list, --report-only)`);
   }
   if (!Number.isInteger(args.sample) || args.sample < 1) throw new Error('--sample takes a positive whole number');
   if (!Number.isInteger(args.concurrency) || args.concurrency < 1) throw new Error('--concurrency takes a positive whole number');
@@ -57,6 +60,8 @@ const CONFIG_FILE = join(TMP, 'mutation-score.config.json');
 const REPORT_FILE = join(TMP, 'report.json');
 /** Test name → test files, recorded in the dry run by bail-environment.cjs for covering-sequencer.cjs. */
 const TESTS_FILE = join(TMP, 'test-files.json');
+/** Each mutant's result as it comes (plugins.mjs, `relock-progress`): read when the run did not finish. */
+const PROGRESS_FILE = join(TMP, 'progress.jsonl');
 
 /**
  * Test files left out of Stryker's runs: they test the build, the docs or the scripts, not src/ through
@@ -70,7 +75,8 @@ async function writeConfig(sample: readonly SampledMutant[], concurrency: number
   const config = {
     ...base,
     mutate: sample.map((m) => `${m.file}:${m.start.line}:${m.start.column}-${m.end.line}:${m.end.column}`),
-    plugins: ['@stryker-mutator/*', './scripts/mutation-score/sample-ignorer.mjs'],
+    plugins: ['@stryker-mutator/*', './scripts/mutation-score/plugins.mjs'],
+    reporters: [...(base.reporters as string[]), 'relock-progress'],
     ignorers: ['relock-sample'],
     concurrency,
     jest: {
@@ -93,19 +99,29 @@ interface ReportMutant {
   location: { start: { line: number; column: number }; end: { line: number; column: number } };
 }
 
-/** The status of each sampled mutant in Stryker's JSON report, by `mutantKey`. */
-function readStatuses(): Map<string, string> {
-  const report = JSON.parse(readFileSync(join(repoRoot, REPORT_FILE), 'utf8')) as { files: Record<string, { mutants: ReportMutant[] }> };
+/**
+ * The status of each mutant Stryker reported, by `mutantKey`: from its JSON report, or, for a run that
+ * did not finish, from the results that came in (progress.jsonl).
+ */
+function readStatuses(): { statuses: Map<string, string>; complete: boolean } {
   const statuses = new Map<string, string>();
-  for (const [file, { mutants }] of Object.entries(report.files)) {
-    for (const m of mutants) {
-      // The report's columns are 1-based (mutation-testing-elements' schema), the instrumenter's 0-based.
-      const start = { line: m.location.start.line, column: m.location.start.column - 1 };
-      const end = { line: m.location.end.line, column: m.location.end.column - 1 };
-      statuses.set(mutantKey({ file, mutatorName: m.mutatorName, replacement: m.replacement, start, end }), m.status);
-    }
+  const add = (file: string, m: ReportMutant): void => {
+    // Reported columns are 1-based (mutation-testing-elements' schema), the instrumenter's 0-based.
+    const start = { line: m.location.start.line, column: m.location.start.column - 1 };
+    const end = { line: m.location.end.line, column: m.location.end.column - 1 };
+    statuses.set(mutantKey({ file, mutatorName: m.mutatorName, replacement: m.replacement, start, end }), m.status);
+  };
+  if (existsSync(join(repoRoot, REPORT_FILE))) {
+    const report = JSON.parse(readFileSync(join(repoRoot, REPORT_FILE), 'utf8')) as { files: Record<string, { mutants: ReportMutant[] }> };
+    for (const [file, { mutants }] of Object.entries(report.files)) for (const m of mutants) add(file, m);
+    return { statuses, complete: true };
   }
-  return statuses;
+  const lines = existsSync(join(repoRoot, PROGRESS_FILE)) ? readFileSync(join(repoRoot, PROGRESS_FILE), 'utf8').split('\n') : [];
+  for (const line of lines.filter((l) => l !== '')) {
+    const m = JSON.parse(line) as ReportMutant & { file: string };
+    add(m.file, m);
+  }
+  return { statuses, complete: false };
 }
 
 /** The source text a mutant replaces, on one line and shortened. */
@@ -135,30 +151,32 @@ function summarise(label: string, results: readonly (readonly [SampledMutant, st
   console.log(`${label}: ${score} (${detected}/${valid}), 95 % interval ${pct(low)}–${pct(high)}; ${[...counts].map(([s, n]) => `${s} ${n}`).join(', ')}`);
 }
 
-async function main(): Promise<void> {
-  const args = parseArgs(process.argv.slice(2));
-  const all = await allMutants(repoRoot);
-  const sample = draw(all, args.sample, args.seed);
-  console.log(`mutation-score: ${sample.length} of ${all.length} mutants over src/, seed ${JSON.stringify(args.seed)}`);
-  if (args.list) {
-    for (const m of sample) console.log(`  ${mutantKey(m)}`);
-    return;
-  }
+/** Runs Stryker on `sample`; returns how long it took, in seconds. Throws when Stryker fails. */
+async function runStryker(sample: readonly SampledMutant[], concurrency: number): Promise<number> {
   mkdirSync(join(repoRoot, TMP), { recursive: true });
   writeFileSync(join(repoRoot, SAMPLE_FILE), JSON.stringify(sample));
-  rmSync(join(repoRoot, TESTS_FILE), { force: true });
-  await writeConfig(sample, args.concurrency);
+  for (const file of [TESTS_FILE, PROGRESS_FILE, REPORT_FILE]) rmSync(join(repoRoot, file), { force: true });
+  await writeConfig(sample, concurrency);
   const started = Date.now();
-  const stryker = spawnSync('npx', ['stryker', 'run', CONFIG_FILE], {
-    cwd: repoRoot, stdio: 'inherit', env: { ...process.env, RELOCK_MUTATION_SAMPLE: join(repoRoot, SAMPLE_FILE), RELOCK_MUTATION_TESTS: join(repoRoot, TESTS_FILE) },
-  });
-  const seconds = (Date.now() - started) / 1000;
+  const env = {
+    ...process.env,
+    RELOCK_MUTATION_SAMPLE: join(repoRoot, SAMPLE_FILE),
+    RELOCK_MUTATION_TESTS: join(repoRoot, TESTS_FILE),
+    RELOCK_MUTATION_PROGRESS: join(repoRoot, PROGRESS_FILE),
+  };
+  const stryker = spawnSync('npx', ['stryker', 'run', CONFIG_FILE], { cwd: repoRoot, stdio: 'inherit', env });
   if (stryker.status !== 0) throw new Error(`stryker run exited ${stryker.status ?? stryker.signal}`);
-  const statuses = readStatuses();
+  return (Date.now() - started) / 1000;
+}
+
+/** Prints the scores and the survivors of `sample` from what Stryker reported. */
+function report(sample: readonly SampledMutant[], seed: string, seconds: number | undefined): void {
+  const { statuses, complete } = readStatuses();
   const missing = sample.filter((m) => !statuses.has(mutantKey(m)));
-  if (missing.length > 0) throw new Error(`missing from Stryker's report: ${missing.map(mutantKey).join('; ')}`);
-  const results = sample.map((m) => [m, statuses.get(mutantKey(m)) ?? ''] as const);
-  console.log(`\nmutation-score: seed ${JSON.stringify(args.seed)}, ${sample.length} mutants in ${seconds.toFixed(0)} s (${(seconds / sample.length).toFixed(1)} s per mutant, ${statuses.size} run or ignored by Stryker)`);
+  if (complete && missing.length > 0) throw new Error(`missing from Stryker's report: ${missing.map(mutantKey).join('; ')}`);
+  const results = sample.filter((m) => statuses.has(mutantKey(m))).map((m) => [m, statuses.get(mutantKey(m)) ?? ''] as const);
+  const time = seconds === undefined ? '' : ` in ${seconds.toFixed(0)} s (${(seconds / sample.length).toFixed(1)} s per mutant)`;
+  console.log(`\nmutation-score: seed ${JSON.stringify(seed)}, ${results.length} of ${sample.length} sampled mutants reported${complete ? '' : ' (the run did not finish)'}${time}; Stryker ran or ignored ${statuses.size}`);
   summarise('safety-relevant', results.filter(([m]) => isSafetyRelevant(m.file)));
   summarise('rest           ', results.filter(([m]) => !isSafetyRelevant(m.file)));
   const survivors = results.filter(([, s]) => UNDETECTED.has(s));
@@ -166,6 +184,24 @@ async function main(): Promise<void> {
   for (const [m, s] of survivors) {
     console.log(`  ${m.file}:${m.start.line}:${m.start.column} ${s} ${m.mutatorName}: ${shorten(m.replacement)}  (was: ${original(m)})`);
   }
+}
+
+async function main(): Promise<void> {
+  const args = parseArgs(process.argv.slice(2));
+  if (args.reportOnly) {
+    const sample = JSON.parse(readFileSync(join(repoRoot, SAMPLE_FILE), 'utf8')) as SampledMutant[];
+    report(sample, args.seed, undefined);
+    return;
+  }
+  const all = await allMutants(repoRoot);
+  const sample = draw(all, args.sample, args.seed);
+  console.log(`mutation-score: ${sample.length} of ${all.length} mutants over src/, seed ${JSON.stringify(args.seed)}`);
+  if (args.list) {
+    for (const m of sample) console.log(`  ${mutantKey(m)}`);
+    return;
+  }
+  const seconds = await runStryker(sample, args.concurrency);
+  report(sample, args.seed, seconds);
 }
 
 main().catch((error: unknown) => {
