@@ -20,7 +20,8 @@
  *
  * Flags: `--sample N` (default 40), `--seed S` (default YYYY-MM-DD), `--list` (print the sample, run
  * nothing), `--report-only` (print the last run's results again, those of a run stopped before its end
- * included), `--concurrency C` (Stryker's processes: one TypeScript checker, the rest jest runners; default 3). Exits 1 if Stryker fails or a
+ * included), `--tests GLOB,GLOB` (jest `testMatch` globs instead of the whole suite: a quick run, as in
+ * CI, that keeps the command working; its score is not the suite's), `--concurrency C` (Stryker's processes: one TypeScript checker, the rest jest runners; default 3). Exits 1 if Stryker fails or a
  * sampled mutant is missing from its report.
  */
 import { spawnSync } from 'node:child_process';
@@ -35,10 +36,12 @@ interface Args {
   list: boolean;
   reportOnly: boolean;
   concurrency: number;
+  /** Jest `testMatch` globs replacing the suite (`--tests`), for a quick run that only keeps the command working. */
+  tests: string[] | undefined;
 }
 
 function parseArgs(argv: readonly string[]): Args {
-  const args: Args = { sample: 40, seed: new Date().toISOString().slice(0, 10), list: false, reportOnly: false, concurrency: 3 };
+  const args: Args = { sample: 40, seed: new Date().toISOString().slice(0, 10), list: false, reportOnly: false, concurrency: 3, tests: undefined };
   for (let i = 0; i < argv.length; i++) {
     const [flag, inline] = (argv[i] ?? '').split('=', 2) as [string, string | undefined];
     const value = (): string => inline ?? argv[++i] ?? '';
@@ -47,7 +50,8 @@ function parseArgs(argv: readonly string[]): Args {
     else if (flag === '--concurrency') args.concurrency = Number(value());
     else if (flag === '--list') args.list = true;
     else if (flag === '--report-only') args.reportOnly = true;
-    else throw new Error(`unknown argument ${flag} (expected --sample N, --seed S, --concurrency C, --list, --report-only)`);
+    else if (flag === '--tests') args.tests = value().split(',').filter((glob) => glob !== '');
+    else throw new Error(`unknown argument ${flag} (expected --sample N, --seed S, --concurrency C, --tests GLOBS, --list, --report-only)`);
   }
   if (!Number.isInteger(args.sample) || args.sample < 1) throw new Error('--sample takes a positive whole number');
   if (!Number.isInteger(args.concurrency) || args.concurrency < 1) throw new Error('--concurrency takes a positive whole number');
@@ -70,7 +74,7 @@ const PROGRESS_FILE = join(TMP, 'progress.jsonl');
  */
 const IGNORED_TESTS = ['/test/bench/', '/test/docs/', '/test/package/', '/test/faults/', '/test/mutation-score/', '/test/clients/ioredis6', '/test/clients/iovalkey'];
 
-async function writeConfig(sample: readonly SampledMutant[], concurrency: number): Promise<void> {
+async function writeConfig(sample: readonly SampledMutant[], concurrency: number, tests: string[] | undefined): Promise<void> {
   const base = ((await import(join(repoRoot, 'stryker.config.mjs'))) as { default: Record<string, unknown> }).default;
   const config = {
     ...base,
@@ -85,6 +89,7 @@ async function writeConfig(sample: readonly SampledMutant[], concurrency: number
         testEnvironment: './scripts/mutation-score/bail-environment.cjs',
         testSequencer: '<rootDir>/scripts/mutation-score/covering-sequencer.cjs',
         testPathIgnorePatterns: IGNORED_TESTS,
+        ...(tests === undefined ? {} : { testMatch: tests }),
       },
     },
     jsonReporter: { fileName: REPORT_FILE },
@@ -152,11 +157,11 @@ function summarise(label: string, results: readonly (readonly [SampledMutant, st
 }
 
 /** Runs Stryker on `sample`; returns how long it took, in seconds. Throws when Stryker fails. */
-async function runStryker(sample: readonly SampledMutant[], concurrency: number): Promise<number> {
+async function runStryker(sample: readonly SampledMutant[], { concurrency, tests }: Args): Promise<number> {
   mkdirSync(join(repoRoot, TMP), { recursive: true });
   writeFileSync(join(repoRoot, SAMPLE_FILE), JSON.stringify(sample));
   for (const file of [TESTS_FILE, PROGRESS_FILE, REPORT_FILE]) rmSync(join(repoRoot, file), { force: true });
-  await writeConfig(sample, concurrency);
+  await writeConfig(sample, concurrency, tests);
   const started = Date.now();
   const env = {
     ...process.env,
@@ -200,7 +205,7 @@ async function main(): Promise<void> {
     for (const m of sample) console.log(`  ${mutantKey(m)}`);
     return;
   }
-  const seconds = await runStryker(sample, args.concurrency);
+  const seconds = await runStryker(sample, args);
   report(sample, args.seed, seconds);
 }
 
