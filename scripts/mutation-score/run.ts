@@ -21,7 +21,9 @@
  * Flags: `--sample N` (default 40), `--seed S` (default YYYY-MM-DD), `--list` (print the sample, run
  * nothing), `--report-only` (print the last run's results again, those of a run stopped before its end
  * included), `--tests GLOB,GLOB` (jest `testMatch` globs instead of the whole suite: a quick run, as in
- * CI, that keeps the command working; its score is not the suite's), `--concurrency C` (Stryker's processes: one TypeScript checker, the rest jest runners; default 3). Exits 1 if Stryker fails or a
+ * CI, that keeps the command working; its score is not the suite's), `--concurrency C` (Stryker's
+ * processes, which it splits between TypeScript checkers and jest runners: 3 gives 2 checkers and 1
+ * runner; default 4). Exits 1 if Stryker fails or a
  * sampled mutant is missing from its report.
  */
 import { spawnSync } from 'node:child_process';
@@ -41,7 +43,7 @@ interface Args {
 }
 
 function parseArgs(argv: readonly string[]): Args {
-  const args: Args = { sample: 40, seed: new Date().toISOString().slice(0, 10), list: false, reportOnly: false, concurrency: 3, tests: undefined };
+  const args: Args = { sample: 40, seed: new Date().toISOString().slice(0, 10), list: false, reportOnly: false, concurrency: 4, tests: undefined };
   for (let i = 0; i < argv.length; i++) {
     const [flag, inline] = (argv[i] ?? '').split('=', 2) as [string, string | undefined];
     const value = (): string => inline ?? argv[++i] ?? '';
