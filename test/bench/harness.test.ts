@@ -40,7 +40,7 @@ async function pendingAfter(promise: Promise<unknown>, ms: number): Promise<bool
   return !settled;
 }
 
-const WAITING: Impl[] = ['relock', 'relock-ioredis', 'relock-glide', 'redlock', 'redlock-tuned', 'sesamecare-redlock', 'redis-semaphore', 'redis-semaphore-tuned'];
+const WAITING: Impl[] = ['relock', 'non-reentrant', 'relock-ioredis', 'relock-glide', 'redlock', 'redlock-tuned', 'sesamecare-redlock', 'redis-semaphore', 'redis-semaphore-tuned'];
 
 describe('bench adapters', () => {
   it.each(WAITING)('%s: a second task waits while the lock is held and gets it after the release', async (impl) => {
