@@ -685,6 +685,15 @@ export const CATALOGUE: readonly CatalogueEntry[] = [
     pattern: '^probes: unlock outside a context a task that holds 20 contextless locks',
   },
   {
+    id: 'force-unlock-default-no',
+    mechanism: "relock force-unlock's [y/N] prompt unlocks only on y or yes: Enter alone takes the default, no",
+    file: 'src/cli/commands/force-unlock.ts',
+    find: 'if (!/^y(es)?$/i.test(answer.trim()))',
+    replace: 'if (!/^(y(es)?)?$/i.test(answer.trim()))',
+    tests: ['test/cli/force-unlock.test.ts'],
+    pattern: '^relock force-unlock refuses without --yes when stdin is not a terminal, and asks on a terminal',
+  },
+  {
     id: 'long-timer',
     mechanism: 'a timer longer than setTimeout can wait (2^31 − 1 ms) waits in steps: a 30-day lease does not end at once',
     file: 'src/time.ts',

@@ -62,6 +62,11 @@ describe('relock force-unlock', () => {
     expect(declined.stdout).toContain(`Force-unlock lock (RLock) "${lock.name}" held by ${holder.owner} ×1?`);
     expect(declined.stdout).toContain('relock: not confirmed: nothing was changed');
     expect(await lock.isLocked()).toBe(true);
+    // Enter alone takes the default, N (issue 28: a prompt whose default unlocks would be a trap).
+    const entered = await runCliInTerminal(['force-unlock', lock.name, '--url', server.url], { input: '\n' });
+    expect(entered.code).toBe(1);
+    expect(entered.stdout).toContain('relock: not confirmed: nothing was changed');
+    expect(await lock.isLocked()).toBe(true);
     const confirmed = await runCliInTerminal(['force-unlock', lock.name, '--url', server.url], { input: 'y\n' });
     expect(confirmed.code).toBe(0);
     expect(confirmed.stdout).toContain(`force-unlocked lock (RLock) "${lock.name}": deleted ${lock.key}`);
