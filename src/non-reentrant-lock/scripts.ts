@@ -26,9 +26,11 @@ import { BatchScript, defineScript, replies } from '../redis/script.js';
  * unlock path runs it): when the key holds `owner`, `DEL` and `0` published on `channel`, answer 1; else
  * nil (the owner does not hold it). A retry (`retry` = '1') of a call whose first attempt stored its answer
  * in the latch replays it (`LATCH_REPLAY`); with a `guard` (the client knows the hold: nothing is written
- * on the happy path) a retry that finds the owner gone answers 1, as RLock's guarded retry does (read as
- * released: the owner holds nothing either way). Without a guard (a lost grant may be in Redis) the answer
- * 1 is stored in the latch. A WRONGTYPE error when the key holds another Redis type (a hash lock).
+ * on the happy path) a nil answer is stored in the latch (-1), so that a retry tells "the first attempt
+ * found no hold" (nil replayed: `IllegalMonitorStateError`) from "it released it", and a retry that finds
+ * the owner gone without a latch answers 1, as RLock's guarded retry does (read as released: the owner
+ * holds nothing either way). Without a guard (a lost grant may be in Redis) the answer 1 is stored in the
+ * latch. A WRONGTYPE error when the key holds another Redis type (a hash lock).
  */
 export const UNLOCK = defineScript({
   name: 'non-reentrant-lock.unlock',
@@ -36,6 +38,7 @@ export const UNLOCK = defineScript({
   args: UNLOCK_ARGS,
   lua: `${PUBLISH}${LATCH_REPLAY}if redis.call('get', lock) ~= owner then
   if retry == '1' and guard ~= '' then return 1 end
+  if guard ~= '' then redis.call('set', latch, -1, 'px', latchTtl) end
   return nil
 end
 redis.call('del', lock)

@@ -72,7 +72,7 @@ describe('relock command line', () => {
       [['inspect', 'x', '--json=1'], "option '--json' takes no value"],
       [['inspect', 'x', '--limit', 'lots'], 'option \'--limit <n>\' argument \'lots\' is invalid. expected a whole number >= 1, got "lots"'],
       [['watch', 'x', '--count', '0'], "option '--count <n>' argument '0' is invalid."],
-      [['inspect', 'x', '--type', 'foo'], "option '--type <type>' argument 'foo' is invalid. Allowed choices are lock, spin-lock, fenced-lock,"],
+      [['inspect', 'x', '--type', 'foo'], "option '--type <type>' argument 'foo' is invalid. Allowed choices are lock, spin-lock, non-reentrant-lock, fenced-lock,"],
       [['list', '--type', 'lock,foo'], "option '--type <types>' argument 'lock,foo' is invalid. unknown type foo"],
     ];
     for (const [args, message] of cases) {

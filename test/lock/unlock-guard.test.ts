@@ -57,6 +57,8 @@ async function latches(key: string): Promise<string[]> {
 for (const v of VARIANTS) {
   describe(`${v.name} unlock guard`, () => {
     const newLock = (c: LockClient): RLock => v.of(c, `guard:{${uniqueName()}}`);
+    // A stale hold count is a reentrant lock's (a hash of counts); the non-reentrant lock has none.
+    const reentrantOnly = v.plain ? it.skip : it;
 
     it('an unlock sends one request and writes no key besides the lock (no latch SET, no UNLINK)', async () => {
       const { client, redis } = topology();
@@ -113,7 +115,7 @@ for (const v of VARIANTS) {
       await holder.unlock();
     });
 
-    it("a retried unlock replays its answer when the client's hold count was stale", async () => {
+    reentrantOnly("a retried unlock replays its answer when the client's hold count was stale", async () => {
       const { client: c, loseReplyTo } = await topology().lossyClient();
       const { redis } = topology();
       const lock = newLock(c);
@@ -131,7 +133,7 @@ for (const v of VARIANTS) {
       await redis.del(lock.key);
     });
 
-    it('an unlock answered while the hold count was stale deletes the latch it stored', async () => {
+    reentrantOnly('an unlock answered while the hold count was stale deletes the latch it stored', async () => {
       const { client, redis } = topology();
       const c = client();
       const lock = newLock(c);
