@@ -14,10 +14,10 @@
  * With `FAULTS_TRACE_TIMERS=1` in the environment, a worker that has timers left after `shutdown()`
  * prints where they were created to its stderr (the suite's `workers.stderr.log`).
  */
-import { createHook } from 'node:async_hooks';
+import { AsyncResource, createHook } from 'node:async_hooks';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { createLockClient, type RFencedLock, type LockClient, type LockHandle } from '../../src/index.js';
+import { createLockClient, type LockClient, type LockHandle } from '../../src/index.js';
 import { openUserClient, type FaultClient, type UserClient } from './clients.js';
 import { LogWriter, now } from './history.js';
 import { OracleClient } from './oracle.js';
@@ -258,12 +258,15 @@ class Run {
 
   /** Mutex mode: the fenced lock; in the section, (hold count) → fenced enter → work → (block) → commit. */
   private mutex(index: number): Promise<void> {
-    return this.loop(index, async (signal) => {
+    // Each acquisition in a lock context of its own, so that its hold count can be read as its owner sees it
+    // (outside a context `getHoldCount()` counts the task's contextless acquisitions, and `acquire()` makes none).
+    return this.loop(index, (signal) => this.client.runInContext(async () => {
       const lock = this.client.getFencedLock(this.config.lockName);
       const handle = await lock.acquire({ signal });
       const token = handle.token!.toString();
-      return { owner: handle.owner, signal: handle.signal, logged: { tok: token }, release: () => handle.release(), lock, token };
-    }, (sec, held) => this.fenced(sec, held));
+      const holds = AsyncResource.bind(() => lock.getHoldCount());
+      return { owner: handle.owner, signal: handle.signal, logged: { tok: token }, release: () => handle.release(), holds, token };
+    }), (sec, held) => this.fenced(sec, held));
   }
 
   /**
@@ -299,10 +302,10 @@ class Run {
     }
   }
 
-  private async fenced(sec: string, held: Held & { lock?: RFencedLock; token: string }): Promise<'done' | 'lost'> {
+  private async fenced(sec: string, held: Held & { holds?: () => Promise<number>; token: string }): Promise<'done' | 'lost'> {
     const { config, log, oracle } = this;
     const w = config.w;
-    if (config.checkHolds && held.lock) log.write({ ev: 'holds', t: now(), w, sec, holds: await held.lock.getHoldCount() });
+    if (config.checkHolds && held.holds) log.write({ ev: 'holds', t: now(), w, sec, holds: await held.holds() });
     const state = await oracle!.enter(sec, held.token);
     log.write({ ev: 'begin', t: now(), w, sec, ok: state.ok });
     if (await this.work(held.signal)) return 'lost';
