@@ -235,10 +235,14 @@ function contract(topology: () => Topology, v: LockVariant): void {
 
   it("renewal checks the owner: after A's key is deleted and B takes the lock, A's next renewal reports lockLost within one interval and leaves B's TTL alone", async () => {
     const { client, redis } = topology();
-    const watchdogMs = 600;
+    // 1,200 ms (a renewal every 400 ms): with 600 ms, A's hold was lost before its first renewal twice in
+    // loaded Cluster runs on 2 cores (the wait below timed out); the losses are named if it happens again.
+    const watchdogMs = 1200;
     const a = client({ lockWatchdogTimeout: watchdogMs });
     const b = client();
     const name = newName();
+    const losses: string[] = [];
+    a.on('lockLost', (event) => losses.push(`${event.reason}: ${String((event.error.cause as Error | undefined)?.message)}`));
     const lost = new Promise<LockLostEvent>((resolve) => a.once('lockLost', resolve));
     const heldByA = await v.of(a, name).acquire();
     const key = v.of(a, name).key;
@@ -255,7 +259,9 @@ function contract(topology: () => Topology, v: LockVariant): void {
       5000,
       5,
       "A's renewal",
-    );
+    ).catch((error: unknown) => {
+      throw new Error(`${(error as Error).message}; A's losses before B took the lock: ${JSON.stringify(losses)}`);
+    });
     await redis.del(key);
     const heldByB = await v.of(b, name).acquire({ waitTime: 0, leaseTime: 10_000 , unit: 'ms' });
     const tookAt = performance.now();
