@@ -1,7 +1,7 @@
 /**
  * Leader election and scheduled-job locks (issue 32) on a topology: run by every client family's files
  * (test/clients/), the standalone and Cluster contract files, the least-privilege ACL files (both scripting
- * modes) and Sentinel.
+ * modes) and Sentinel (test/sentinel/contract.test.ts).
  */
 import { describe, expect, it } from '@jest/globals';
 import type { LeaderChange } from '../../src/index.js';

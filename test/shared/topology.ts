@@ -3,7 +3,8 @@
  * Redis client for checks, the subscriber count of a channel (PUBSUB NUMSUB, or SHARDNUMSUB on the
  * channel's primary in a cluster), commands and SCAN on the node of a key's slot, and lock clients whose
  * connections pass through TCP proxies that can lose a reply. Core suites in test/shared/ and
- * test/contract/ run on standalone Redis (`useStandaloneTopology`) and on Cluster (`useClusterTopology`).
+ * test/contract/ run on standalone Redis (`useStandaloneTopology`) and on Cluster (`useClusterTopology`);
+ * some run on Sentinel too (`useSentinelTopology`, test/shared/sentinel-topology.ts).
  */
 import { afterAll, afterEach, beforeAll, expect } from '@jest/globals';
 import { createCluster } from 'redis';
