@@ -91,11 +91,35 @@ export function withLock<Req extends ExpressRequestLike, Res>(name: LockNameSour
   if (typeof handler !== 'function') throw new InvalidArgumentError('handler', 'must be a route handler (req, res, held) => …');
   return async (req, res, next) => {
     try {
-      await runLocked(locksOf(req), lockName(name, req), options, (held) => handler(req, res, held));
+      const client = locksOf(req);
+      await tracked(client, runLocked(client, lockName(name, req), options, (held) => handler(req, res, held)));
     } catch (error) {
       next(error);
     }
   };
+}
+
+/**
+ * The `withLock` runs of each client still under way, releases included: a handler sends its response
+ * before its lock is released, so the server may emit `'close'` while the release is still on its way
+ * to Redis, and `shutdownOnClose` waits for these before `shutdown()` (which would refuse the release).
+ */
+const runs = new WeakMap<LockClient, Set<Promise<unknown>>>();
+
+/** Notes `run` among `client`'s runs until it settles; returns `run`. */
+function tracked<T>(client: LockClient, run: Promise<T>): Promise<T> {
+  let set = runs.get(client);
+  if (set === undefined) runs.set(client, (set = new Set()));
+  const settled = run.then(() => {}, () => {});
+  set.add(settled);
+  void settled.then(() => set.delete(settled));
+  return run;
+}
+
+/** Resolves once no `withLock` run of `client` is under way. */
+async function drained(client: LockClient): Promise<void> {
+  const set = runs.get(client);
+  while (set !== undefined && set.size > 0) await Promise.all(set);
 }
 
 /**
@@ -118,10 +142,13 @@ export interface ClosableServer {
 
 /**
  * Shuts `client` down when `server` emits `'close'` (after `server.close()` and the last connection
- * ended): its watchdog stops, waiters reject with `ClientClosedError`, connections relock opened close
- * (see `LockClient.shutdown`). Resolves when that shutdown is done, so `await` it before closing a Redis
- * client you passed as `redis`. Never rejects.
+ * ended) and the `withLock` runs of this client still under way have settled (a handler's response goes
+ * out before its lock is released, so a release can still be on its way at `'close'`; a handler that
+ * answered and goes on working delays the shutdown until it ends): its watchdog stops, waiters reject
+ * with `ClientClosedError`, connections relock opened close (see `LockClient.shutdown`). So a request
+ * that holds a lock when SIGTERM comes finishes and releases it, and no key is left. Resolves when that
+ * shutdown is done, so `await` it before closing a Redis client you passed as `redis`. Never rejects.
  */
 export function shutdownOnClose(server: ClosableServer, client: LockClient): Promise<void> {
-  return new Promise((resolve) => server.once('close', () => void client.shutdown().then(resolve)));
+  return new Promise((resolve) => server.once('close', () => void drained(client).then(() => client.shutdown()).then(resolve)));
 }
