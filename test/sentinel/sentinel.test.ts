@@ -4,7 +4,7 @@
  */
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { createLockClient, NoSyncedReplicasError, type LockClient, type LockClientOptions } from '../../src/index.js';
-import { uniqueName, waitUntil } from '../support/helpers.js';
+import { connect, uniqueName, waitUntil } from '../support/helpers.js';
 import { startSentinel, type SentinelSetup } from '../support/sentinel.js';
 
 let setup: SentinelSetup | undefined;
@@ -25,16 +25,27 @@ afterEach(async () => {
 describe('on Sentinel', () => {
   it('a lock held through a Sentinel failover stays held, is renewed on the new primary, and its waiter gets it after release', async () => {
     setup = await startSentinel();
-    const client = await lockClientOn(setup, { lockWatchdogTimeout: 4000 });
+    // A lease that outlasts the failover's write gap (from the old primary's demotion until the client has
+    // switched to the new one); the loss, if any, is named by the assertion below.
+    const client = await lockClientOn(setup, { lockWatchdogTimeout: 10_000 });
     const name = uniqueName();
     const handle = await client.getLock(name).acquire();
+    // The hold must be on the replica before the forced failover: SENTINEL FAILOVER promotes the replica
+    // without waiting for it to catch up, and the replication stream passes through this process's proxy
+    // (test/support/sentinel.ts), so a hold not yet relayed is lost with the promotion (the renewal on the new
+    // primary finds it gone: 'expired'). That is asynchronous replication's documented window, not what this
+    // test is about. Without this wait the Node 24 runs lost the hold in 2 of 10 tries (reason 'expired');
+    // with it, 0 of 8.
+    const onReplica = await connect(setup.replica.url);
+    await waitUntil(async () => (await onReplica.exists(client.getLock(name).key)) === 1, 5000, 10, 'the replica to have the hold');
+    await onReplica.close();
     const waiterClient = await lockClientOn(setup);
     const waiting = waiterClient.getLock(name).tryLock(60, 'seconds');
     waiting.catch(() => {}); // awaited below; this only keeps a failed test from adding an unhandled rejection
     await setup.failover();
     const renewals = client.stats().renewalCalls;
-    await waitUntil(() => client.stats().renewalCalls >= renewals + 2, 8000, 20, 'renewals after the failover');
-    expect(handle.signal.aborted).toBe(false);
+    await waitUntil(() => client.stats().renewalCalls >= renewals + 2 || handle.signal.aborted, 20_000, 20, 'renewals after the failover');
+    expect({ aborted: handle.signal.aborted, reason: String((handle.signal.reason as Error | undefined)?.message) }).toEqual({ aborted: false, reason: 'undefined' });
     expect(await client.getLock(name).isLocked()).toBe(true);
     await handle.release();
     expect(await waiting).toBe(true);
