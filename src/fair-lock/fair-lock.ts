@@ -164,12 +164,15 @@ export class RFairLock extends RLock {
    * `fairLockWaitTimeout` (issue 28: seen under load on a Cluster, the attempt's EVALSHA reaching Redis
    * 20 ms after the leave's although sent before it). The returned promise settles within `LEAVE_WAIT_MS`
    * of the attempts' answers or the leave's, whichever is first; the leave goes on in the background
-   * after that. Failures are logged, never thrown.
+   * after that. While the connection is down (`Connection.offline()`) it settles at once: the leave waits
+   * in the client's queue, or fails, and awaiting it would only stretch a call past its wait time (the
+   * waiter's deadline removes the entry if the leave never runs). Failures are logged, never thrown.
    */
   private leave(owner: string): Promise<void> {
     const flying = this.flying.get(owner);
-    if (!flying) return this.sendLeave(owner);
-    const left = Promise.allSettled([...flying]).then(() => this.sendLeave(owner));
+    const left = flying ? Promise.allSettled([...flying]).then(() => this.sendLeave(owner)) : this.sendLeave(owner);
+    if (this.core.connection.offline()) return Promise.resolve();
+    if (!flying) return left;
     return new Promise<void>((resolve) => {
       const timer = outsideContexts(() => setTimeout(resolve, LEAVE_WAIT_MS + DEADLINE_GRACE_MS));
       void left.then(() => {
