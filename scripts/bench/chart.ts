@@ -22,6 +22,8 @@ const COLORS: Record<Impl, string> = {
   'floor-ioredis': '#999999',
   'floor-setnx': '#aaaaaa',
   'floor-glide': '#bbbbbb',
+  'lua-floor': '#666666',
+  'hash-floor': '#777777',
   redlock: '#c51b7d',
   'redlock-tuned': '#8e0152',
   'sesamecare-redlock': '#e08fbf',

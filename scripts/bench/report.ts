@@ -43,7 +43,7 @@ export function textTable(scenario: Scenario, rows: readonly Row[]): string {
 
 export function goalsText(goals: readonly GoalResult[]): string {
   const mark = (pass: boolean | undefined): string => (pass === undefined ? 'n/a ' : pass ? 'PASS' : 'FAIL');
-  return ['Goals (issues 8 and 12):', ...goals.map((g) => `  [${mark(g.pass)}] ${g.goal}: ${g.detail}`)].join('\n');
+  return ['Goals (issues 8, 12 and 31):', ...goals.map((g) => `  [${mark(g.pass)}] ${g.goal}: ${g.detail}`)].join('\n');
 }
 
 /** One JSON line per scenario and library, then the environment and the goals. */

@@ -13,6 +13,7 @@
  * run, e.g. DIR = a git worktree of main whose node_modules links to this one's).
  */
 import { readFileSync, writeFileSync } from 'node:fs';
+import { loadavg } from 'node:os';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -70,6 +71,7 @@ try {
   const env = await probe.environment();
   out(`relock benchmark${options.quick ? ' (--quick)' : ''}: ${environmentLine(env)}`);
   out(`Libraries: ${versionsLine(env)}`);
+  out(`relock measured: ${process.env.RELOCK_BENCH_SOURCE === '1' ? 'the TypeScript sources under tsx (RELOCK_BENCH_SOURCE=1)' : 'the built package, dist/esm'}.`);
   out('The machine may be shared: compare libraries within this run, not with other runs.\n');
 
   const results = new Map<string, Row[]>();
@@ -81,7 +83,7 @@ try {
   }
   const goals = evaluateGoals(results);
   out(goalsText(goals));
-  out(`\nTotal ${((performance.now() - started) / 1000).toFixed(0)} s.`);
+  out(`\nTotal ${((performance.now() - started) / 1000).toFixed(0)} s; load average ${loadavg().map((l) => l.toFixed(2)).join(' ')} at the end.`);
   if (options.json) for (const line of jsonLines(env, scenarios, results, goals)) process.stdout.write(`${line}\n`);
 
   const panels = latencyPanels(results);

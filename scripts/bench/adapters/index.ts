@@ -2,6 +2,7 @@ import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { Redis } from 'ioredis';
 import { createClient } from 'redis';
+import { relockLibrary } from './relock-lib.js';
 import type { Adapter, AdapterOptions, Impl } from './types.js';
 
 /** relock from the source tree `options.baseline` (its `src/index.ts`; its node_modules must resolve). */
@@ -23,17 +24,18 @@ async function glideAdapter(impl: 'relock-glide' | 'floor-glide', options: Adapt
   const glide = await GlideClient.createClient({ addresses: [{ host: hostname, port: Number(port || 6379) }] });
   const adapter =
     impl === 'relock-glide'
-      ? (await import('./relock.js')).relockAdapter(glide, options, impl)
+      ? (await import('./relock.js')).relockAdapter(glide, options, impl, await relockLibrary())
       : await (await import('./floor.js')).floorAdapter({ sendCommand: (args) => glide.customCommand([...args]) }, impl);
   return { ...adapter, close: () => adapter.close().finally(() => glide.close()) };
 }
 
 /** The libraries on the shared node-redis client; those on GLIDE have clients of their own, the rest share the ioredis one. */
-const ON_NODE_REDIS: readonly Impl[] = ['relock', 'non-reentrant', 'relock-base', 'floor', 'floor-setnx'];
+const ON_NODE_REDIS: readonly Impl[] = ['relock', 'non-reentrant', 'relock-base', 'floor', 'floor-setnx', 'lua-floor', 'hash-floor'];
 const ON_GLIDE: readonly Impl[] = ['relock-glide', 'floor-glide'];
 
 /**
- * Opens the adapters of `impls` against one Redis. relock (and `relock-base`), `floor` and `floor-setnx`
+ * Opens the adapters of `impls` against one Redis. relock (and `relock-base`), `floor`, `floor-setnx`,
+ * `lua-floor` and `hash-floor`
  * share one node-redis client made with `createClient({ url })` and nothing else (node-redis 6 defaults,
  * per-command timeout included: relock must not pay it). relock-ioredis, `floor-ioredis` and the peers
  * share one ioredis client, made with `new Redis(url, { autoResendUnfulfilledCommands: false })` (so that
@@ -55,12 +57,13 @@ export async function openAdapters(impls: readonly Impl[], options: AdapterOptio
   }
   const list: Adapter[] = [];
   for (const impl of impls) {
-    if (impl === 'relock') list.push((await import('./relock.js')).relockAdapter(redis!, options));
+    if (impl === 'relock') list.push((await import('./relock.js')).relockAdapter(redis!, options, impl, await relockLibrary()));
     else if (impl === 'relock-base') list.push((await import('./relock.js')).relockAdapter(redis!, options, impl, await baseline(options)));
-    else if (impl === 'non-reentrant') list.push((await import('./relock.js')).relockAdapter(redis!, options, impl));
-    else if (impl === 'relock-ioredis') list.push((await import('./relock.js')).relockAdapter(ioredis!, options, impl));
+    else if (impl === 'non-reentrant') list.push((await import('./relock.js')).relockAdapter(redis!, options, impl, await relockLibrary()));
+    else if (impl === 'relock-ioredis') list.push((await import('./relock.js')).relockAdapter(ioredis!, options, impl, await relockLibrary()));
     else if (impl === 'relock-glide' || impl === 'floor-glide') list.push(await glideAdapter(impl, options));
     else if (impl === 'floor' || impl === 'floor-setnx') list.push(await (await import('./floor.js')).floorAdapter(redis!, impl));
+    else if (impl === 'lua-floor' || impl === 'hash-floor') list.push(await (await import('./floor.js')).hashFloorAdapter(redis!, impl));
     else if (impl === 'floor-ioredis') list.push(await (await import('./floor.js')).ioredisFloorAdapter(ioredis!));
     else if (impl === 'redis-semaphore' || impl === 'redis-semaphore-tuned') list.push((await import('./redis-semaphore.js')).redisSemaphoreAdapter(ioredis!, options, impl === 'redis-semaphore-tuned'));
     else list.push((await import('./redlock.js')).redlockAdapter(impl, ioredis!, options));

@@ -1,4 +1,4 @@
-import * as relock from '../../../src/index.js';
+import type * as relock from '../../../src/index.js';
 import type { LockClient } from '../../../src/index.js';
 import type { Adapter, AdapterOptions, Impl, Mutex } from './types.js';
 
@@ -18,9 +18,9 @@ type WithSemaphore = LockClient & { getSemaphore?: (name: string) => RSemaphoreA
  * `relock-ioredis`, a GlideClient for `relock-glide`), defaults except `lockWatchdogTimeout` when `leaseMs` is set. Mutexes use `lock()` /
  * `unlock()` (watchdog mode), one RLock object (one owner) per task (`non-reentrant`: one
  * `getNonReentrantLock` object, the same calls). `lib`: the relock module to use
- * (`relock-base`: another source tree's, see `openAdapters`).
+ * (the built package by default, see `relockLibrary`; `relock-base`: another source tree's, see `openAdapters`).
  */
-export function relockAdapter(redis: object, options: AdapterOptions, impl: Extract<Impl, 'relock' | 'non-reentrant' | 'relock-base' | 'relock-ioredis' | 'relock-glide'> = 'relock', lib: Pick<typeof relock, 'createLockClient'> = relock): Adapter {
+export function relockAdapter(redis: object, options: AdapterOptions, impl: Extract<Impl, 'relock' | 'non-reentrant' | 'relock-base' | 'relock-ioredis' | 'relock-glide'> = 'relock', lib: Pick<typeof relock, 'createLockClient'>): Adapter {
   const client: WithSemaphore = lib.createLockClient({ redis, ...(options.leaseMs === undefined ? {} : { lockWatchdogTimeout: options.leaseMs }) });
   if (options.onLost) client.on('lockLost', options.onLost);
   const getSemaphore = client.getSemaphore?.bind(client);

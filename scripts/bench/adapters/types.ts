@@ -7,15 +7,17 @@
 /**
  * The libraries measured: `floor` is two bare EVALSHA round trips per cycle on relock's node-redis client
  * (its command options set once), `floor-setnx` the same with a plain `SET NX PX` acquire, `floor-ioredis`
- * the floor on the ioredis client the peers share; `*-tuned` are peers with a short retry interval; `relock-base` is relock
+ * the floor on the ioredis client the peers share; `lua-floor` relock's own acquire and unlock Lua and
+ * `hash-floor` Redisson's RLock Lua, each by bare EVALSHA on relock's node-redis client (the design's cost
+ * without client logic: see floor.ts); `*-tuned` are peers with a short retry interval; `relock-base` is relock
  * built from another source tree (`--baseline DIR`), for a before/after in one run; `relock-ioredis` is
  * relock on the ioredis client the peers use (one client, shared); `relock-glide` is relock on a Valkey
  * GLIDE 2 client (`GlideClient`), `floor-glide` the floor on one; `non-reentrant` is relock's
  * `getNonReentrantLock` (a plain `SET NX PX` acquire) on the node-redis client.
  */
-export type Impl = 'relock' | 'non-reentrant' | 'relock-base' | 'relock-ioredis' | 'relock-glide' | 'redlock' | 'redlock-tuned' | 'sesamecare-redlock' | 'redis-semaphore' | 'redis-semaphore-tuned' | 'floor' | 'floor-ioredis' | 'floor-setnx' | 'floor-glide';
+export type Impl = 'relock' | 'non-reentrant' | 'relock-base' | 'relock-ioredis' | 'relock-glide' | 'redlock' | 'redlock-tuned' | 'sesamecare-redlock' | 'redis-semaphore' | 'redis-semaphore-tuned' | 'floor' | 'floor-ioredis' | 'floor-setnx' | 'floor-glide' | 'lua-floor' | 'hash-floor';
 
-export const ALL_IMPLS: readonly Impl[] = ['relock', 'non-reentrant', 'relock-ioredis', 'relock-glide', 'floor', 'floor-ioredis', 'floor-setnx', 'floor-glide', 'redlock', 'redlock-tuned', 'sesamecare-redlock', 'redis-semaphore', 'redis-semaphore-tuned'];
+export const ALL_IMPLS: readonly Impl[] = ['relock', 'non-reentrant', 'relock-ioredis', 'relock-glide', 'floor', 'lua-floor', 'hash-floor', 'floor-ioredis', 'floor-setnx', 'floor-glide', 'redlock', 'redlock-tuned', 'sesamecare-redlock', 'redis-semaphore', 'redis-semaphore-tuned'];
 
 /** The peers, default and tuned: what `×best peer` compares with. */
 export const PEERS: readonly Impl[] = ['redlock', 'redlock-tuned', 'sesamecare-redlock', 'redis-semaphore', 'redis-semaphore-tuned'];
@@ -28,9 +30,10 @@ export const IN_PROCESS_ONLY: readonly Impl[] = ['relock-base', 'redlock-tuned',
 
 /**
  * The floors: two bare round trips per cycle and no waiting, measured only where nobody waits (scenarios
- * 1, 2 and 8). `×floor` is against `floor`, relock's node-redis floor; the others are further references.
+ * 1, 2 and 8). `×floor` is against `floor`, relock's node-redis floor, `×lua-floor` against `lua-floor`,
+ * relock's own Lua without its client; the others are further references.
  */
-const FLOORS: readonly Impl[] = ['floor', 'floor-ioredis', 'floor-setnx', 'floor-glide'];
+const FLOORS: readonly Impl[] = ['floor', 'lua-floor', 'hash-floor', 'floor-ioredis', 'floor-setnx', 'floor-glide'];
 
 /** Whether `impl` is a floor (see `FLOORS`). */
 export const isFloor = (impl: Impl): boolean => FLOORS.includes(impl);
@@ -79,6 +82,8 @@ export const REQUEST_COMMANDS: Readonly<Record<Impl, readonly string[]>> = {
   'floor-ioredis': ['evalsha'],
   'floor-setnx': ['set', 'evalsha'],
   'floor-glide': ['evalsha'],
+  'lua-floor': ['evalsha'],
+  'hash-floor': ['evalsha'],
   redlock: ['evalsha', 'eval'],
   'redlock-tuned': ['evalsha', 'eval'],
   'sesamecare-redlock': ['evalsha', 'eval'],

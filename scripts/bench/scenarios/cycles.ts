@@ -32,13 +32,14 @@ export async function runCycles(ctx: BenchContext, label: string, tasks: number)
   return withRatios(rows);
 }
 
-/** Adds `xFloor` and `xBestPeer` (cycles/s over the floor's, over the best peer's, default or tuned) to each row. */
+/** Adds `xFloor`, `xLuaFloor` and `xBestPeer` (cycles/s over the floor's, over relock's own Lua's, over the best peer's, default or tuned) to each row. */
 export function withRatios(rows: Row[]): Row[] {
   return withRatiosOf(rows, 'cyclesPerSec', 'higher');
 }
 
 /**
- * Adds `xFloor` and `xBestPeer` for `figure`: its value over the floor's (when the floor has one) and over
+ * Adds `xFloor`, `xLuaFloor` and `xBestPeer` for `figure`: its value over the floor's and over `lua-floor`'s
+ * (when they have one: relock's share of the cost beyond its own Lua is 1 − ×lua-floor) and over
  * the best peer's, default or tuned; the best is the highest or the lowest value, as `better` says. The
  * floor is `floor`, relock's node-redis floor; `floor-ioredis`, `floor-setnx` and `floor-glide` are further
  * references, with their own ratio to it.
@@ -46,12 +47,13 @@ export function withRatios(rows: Row[]): Row[] {
 export function withRatiosOf(rows: Row[], figure: string, better: 'higher' | 'lower'): Row[] {
   const value = (impl: Impl): number | undefined => rows.find((r) => r.impl === impl)?.figures[figure];
   const floor = value('floor');
+  const luaFloor = value('lua-floor');
   const peers = PEERS.map(value).filter((v): v is number => v !== undefined && Number.isFinite(v));
   const best = peers.length === 0 ? undefined : better === 'higher' ? Math.max(...peers) : Math.min(...peers);
   return rows.map((row) => {
     const own = row.figures[figure];
     if (own === undefined) return row;
-    return { ...row, figures: { ...row.figures, ...(floor ? { xFloor: own / floor } : {}), ...(best ? { xBestPeer: own / best } : {}) } };
+    return { ...row, figures: { ...row.figures, ...(floor ? { xFloor: own / floor } : {}), ...(luaFloor ? { xLuaFloor: own / luaFloor } : {}), ...(best ? { xBestPeer: own / best } : {}) } };
   });
 }
 
@@ -60,6 +62,7 @@ export function cycleColumns(latencyDecimals: number): Column[] {
   return [
     { figure: 'cyclesPerSec', heading: 'cycles/s', decimals: 0 },
     { figure: 'xFloor', heading: '×floor', decimals: 2 },
+    { figure: 'xLuaFloor', heading: '×lua-floor', decimals: 2 },
     { figure: 'xBestPeer', heading: '×best peer', decimals: 2 },
     { figure: 'latencyP50Ms', heading: 'p50 ms', decimals: latencyDecimals },
     { figure: 'latencyP99Ms', heading: 'p99 ms', decimals: latencyDecimals },
