@@ -7,7 +7,7 @@
  * text instead of that one script's source, run by the same runner and scratch copies as the hand-written
  * catalogue, on the tests of the primitive's folder (`testsOf`).
  */
-import { existsSync, readdirSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Script } from '../../src/redis/script.js';
 import type { CatalogueEntry } from './catalogue.js';
@@ -56,15 +56,29 @@ function swap(name: string, source: string): Pick<CatalogueEntry, 'file' | 'find
   };
 }
 
+/** Every jest test file under `dir` (repository-relative), recursively. */
+function testFiles(dir: string): string[] {
+  return readdirSync(join(repoRoot, dir), { withFileTypes: true }).flatMap((entry) => {
+    const path = `${dir}/${entry.name}`;
+    if (entry.isDirectory()) return testFiles(path);
+    return entry.name.endsWith('.test.ts') ? [path] : [];
+  });
+}
+
 /**
- * The jest tests of a primitive's folder: `test/<folder>/` and, when there is one, its model test
- * `test/model/<folder>-model.test.ts`.
+ * The jest tests of a primitive's folder: `test/<folder>/`, its model test `test/model/<folder>-model.test.ts`
+ * when there is one, every other test file that imports from `src/<folder>/` itself (such as
+ * test/lock/lost-grant.test.ts for the fair and fenced locks' acquire scripts), and, when the folder's kind
+ * is a lock variant of test/contract/variants.ts, every test file that runs all variants by importing it
+ * (test/lock/unlock-guard.test.ts).
  */
 export function testsOf(folder: string): string[] {
-  const tests = [`test/${folder}/`];
+  const imports = new RegExp(`from '(\\.\\./)+src/${folder}/`);
   const model = `test/model/${folder}-model.test.ts`;
-  if (existsSync(join(repoRoot, model))) tests.push(model);
-  return tests;
+  const variant = readFileSync(join(repoRoot, 'test/contract/variants.ts'), 'utf8').includes(`kind: '${folder}'`);
+  const covers = (text: string): boolean => imports.test(text) || (variant && /from '(\.\.\/)*(contract\/|\.\/)variants\.js'/.test(text));
+  const others = testFiles('test').filter((file) => !file.startsWith(`test/${folder}/`) && (file === model || covers(readFileSync(join(repoRoot, file), 'utf8'))));
+  return [`test/${folder}/`, ...others.sort()];
 }
 
 /** Every script the pass mutates, with its folder, in folder then export order. */
