@@ -9,12 +9,18 @@
  * Flags: `--quick` (the entries marked `quick`, the subset `.ci/run` runs), `--only id,id`, `--json` (the
  * results as JSON on stdout), `--baseline` (first runs each entry's tests without its mutation: they must
  * pass), `--write-docs` (rewrites the table in docs/reliability.md between its `mutants` markers). Runs one mutant at a time (each jest run uses the machine's two workers).
+ *
+ * `--lua [--sample N] [--seed S]` runs the generated Lua pass instead (lua-catalogue.ts): one mutant per
+ * comparison, guard and write of every acquire, release and renew script, each on its primitive's tests;
+ * `--sample N` runs N of them drawn with the seed S (default: today's UTC date), `--only` takes their
+ * ids (`lock.acquire#3`). Every survivor is printed with its script, line and operator.
  */
 import { spawn } from 'node:child_process';
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CATALOGUE, type CatalogueEntry } from './catalogue.js';
+import { luaCatalogue, sample, type LuaEntry } from './lua-catalogue.js';
 import { checkMutations, MutationNotApplicableError, repoRoot, withMutant } from './scratch.js';
 
 type Verdict = 'killed' | 'survived' | 'error';
@@ -41,20 +47,44 @@ interface Args {
   json: boolean;
   writeDocs: boolean;
   baseline: boolean;
+  lua: boolean;
+  sample: number | undefined;
+  seed: string;
+}
+
+/** The value of the flag at `argv[i]`: `--flag=value`, or the next argument. */
+function value(argv: readonly string[], i: number): [string, number] {
+  const arg = argv[i];
+  const eq = arg.indexOf('=');
+  return eq >= 0 ? [arg.slice(eq + 1), i] : [argv[i + 1] ?? '', i + 1];
 }
 
 function parseArgs(argv: readonly string[]): Args {
-  const args: Args = { quick: false, only: undefined, json: false, writeDocs: false, baseline: false };
+  const args: Args = { quick: false, only: undefined, json: false, writeDocs: false, baseline: false, lua: false, sample: undefined, seed: new Date().toISOString().slice(0, 10) };
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i];
     if (arg === '--quick') args.quick = true;
+    else if (arg === '--lua') args.lua = true;
+    else if (arg === '--sample' || arg.startsWith('--sample=')) {
+      const [text, next] = value(argv, i);
+      i = next;
+      args.sample = Number(text);
+      if (!Number.isInteger(args.sample) || args.sample < 1) throw new Error(`--sample takes a whole number of mutants above 0, not ${JSON.stringify(text)}`);
+    } else if (arg === '--seed' || arg.startsWith('--seed=')) {
+      const [text, next] = value(argv, i);
+      i = next;
+      if (text === '') throw new Error('--seed takes a value');
+      args.seed = text;
+    }
     else if (arg === '--json') args.json = true;
     else if (arg === '--write-docs') args.writeDocs = true;
     else if (arg === '--baseline') args.baseline = true;
     else if (arg === '--only') args.only = (argv[++i] ?? '').split(',').filter((id) => id !== '');
     else if (arg.startsWith('--only=')) args.only = arg.slice('--only='.length).split(',').filter((id) => id !== '');
-    else throw new Error(`unknown argument ${arg} (expected --quick, --only id,id, --json, --write-docs, --baseline)`);
+    else throw new Error(`unknown argument ${arg} (expected --quick, --only id,id, --json, --write-docs, --baseline, --lua, --sample N, --seed S)`);
   }
+  if (!args.lua && (args.sample !== undefined || argv.some((a) => a.startsWith('--seed')))) throw new Error('--sample and --seed go with --lua');
+  if (args.lua && (args.quick || args.writeDocs)) throw new Error('--quick and --write-docs are for the written catalogue, not --lua (its survivors are triaged by hand in docs/reliability.md)');
   return args;
 }
 
@@ -171,10 +201,8 @@ function writeDocs(outcomes: readonly Outcome[], totalSeconds: number): void {
   writeFileSync(path, `${text.slice(0, from + BEGIN.length)}\n${body}\n${text.slice(to)}`);
 }
 
-async function main(): Promise<number> {
-  const args = parseArgs(process.argv.slice(2));
-  checkAll();
-  const entries = select(args);
+/** Runs `entries` one at a time, telling progress on stderr unless `--json`. */
+async function runAll(entries: readonly CatalogueEntry[], args: Args): Promise<{ outcomes: Outcome[]; totalSeconds: number }> {
   const started = performance.now();
   const outcomes: Outcome[] = [];
   for (const entry of entries) {
@@ -183,7 +211,44 @@ async function main(): Promise<number> {
     outcomes.push(outcome);
     if (!args.json) process.stderr.write(`${outcome.verdict} (${outcome.seconds} s)\n`);
   }
-  const totalSeconds = Math.round((performance.now() - started) / 1000);
+  return { outcomes, totalSeconds: Math.round((performance.now() - started) / 1000) };
+}
+
+/** `--lua`: the generated Lua mutants (all, `--only` ones, or a `--sample`), each survivor with its script, line and operator. */
+async function mainLua(args: Args): Promise<number> {
+  const generated = await luaCatalogue();
+  if (generated.length > 0) checkMutations(repoRoot, [generated[0]]);
+  let entries: LuaEntry[] = generated;
+  if (args.only) {
+    const unknown = args.only.filter((id) => !generated.some((entry) => entry.id === id));
+    if (unknown.length > 0) throw new Error(`no such generated mutant: ${unknown.join(', ')} (ids are <script>#<n>, such as ${generated[0]?.id})`);
+    entries = generated.filter((entry) => args.only!.includes(entry.id));
+  }
+  if (args.sample !== undefined) entries = sample(entries, args.sample, args.seed);
+  const scripts = new Set(generated.map((entry) => entry.script)).size;
+  const drawn = args.sample === undefined ? '' : `, a sample drawn with seed ${JSON.stringify(args.seed)}`;
+  if (!args.json) process.stderr.write(`${generated.length} Lua mutants generated over ${scripts} scripts; running ${entries.length}${drawn}\n`);
+  const { outcomes, totalSeconds } = await runAll(entries, args);
+  const byId = new Map(entries.map((entry) => [entry.id, entry]));
+  const count = (verdict: Verdict): number => outcomes.filter((o) => o.verdict === verdict).length;
+  const bad = outcomes.filter((o) => o.verdict !== 'killed').map((o) => ({ ...o, ...byId.get(o.id)!, verdict: o.verdict, by: o.by }));
+  if (args.json) {
+    const summary = { generated: generated.length, scripts, run: outcomes.length, seed: args.sample === undefined ? undefined : args.seed, killed: count('killed'), survived: count('survived'), errors: count('error') };
+    process.stdout.write(`${JSON.stringify({ ...summary, outcomes, notKilled: bad.map(({ id, script, line, operator, text, verdict, by }) => ({ id, script, line, operator, text, verdict, by })), totalSeconds }, null, 2)}\n`);
+  } else {
+    const lines = bad.map((o) => `${o.verdict.padEnd(8)} ${o.id.padEnd(28)} ${o.script} line ${o.line}: ${o.operator}\n${' '.repeat(38)}in \`${o.text}\`${o.verdict === 'error' ? ` (${o.by})` : ''}`);
+    process.stdout.write(
+      `\n${lines.join('\n')}${lines.length > 0 ? '\n\n' : ''}${generated.length} generated, ${outcomes.length} run${drawn}: ${count('killed')} killed, ${count('survived')} survived, ${count('error')} errors, in ${totalSeconds} s\n`,
+    );
+  }
+  return bad.length === 0 ? 0 : 1;
+}
+
+async function main(): Promise<number> {
+  const args = parseArgs(process.argv.slice(2));
+  if (args.lua) return mainLua(args);
+  checkAll();
+  const { outcomes, totalSeconds } = await runAll(select(args), args);
   const bad = outcomes.filter((o) => o.verdict !== 'killed');
   if (args.json) process.stdout.write(`${JSON.stringify({ outcomes, totalSeconds }, null, 2)}\n`);
   else process.stdout.write(`\n${table(outcomes)}\n\n${outcomes.length - bad.length} of ${outcomes.length} killed in ${totalSeconds} s\n`);

@@ -2,7 +2,7 @@ import { describe, expect, it } from '@jest/globals';
 import { ClientClosedError, InvalidArgumentError, WrongTypeError } from '../../src/index.js';
 import { keySlot } from '../../src/keys.js';
 import { useRedis } from '../support/harness.js';
-import { activeTimers, commandCalls, lockClient, sleep, subscribers, uniqueName, waitUntil, Worker } from '../support/helpers.js';
+import { activeTimers, commandCalls, keys, lockClient, sleep, subscribers, uniqueName, waitUntil, Worker } from '../support/helpers.js';
 
 const env = useRedis({ server: { controllable: true } });
 
@@ -24,6 +24,14 @@ describe('RCountDownLatch', () => {
     expect(await latch.trySetCount(1)).toBe(true);
     expect(keySlot(latch.channel)).toBe(keySlot(latch.key));
     expect(latch.channel).toBe(`relock:channel:{${latch.name}}:latch`);
+  });
+
+  it('countDown on an open latch writes nothing and publishes nothing (no request latch, no zero message)', async () => {
+    const latch = lockClient(env.redis).getCountDownLatch(uniqueName());
+    const publishes = await commandCalls(env.redis, 'publish');
+    expect(await latch.countDown()).toBe(0);
+    expect(await keys(env.redis, `*{${latch.name}}*`)).toEqual([]);
+    expect(await commandCalls(env.redis, 'publish')).toBe(publishes);
   });
 
   it('await resolves for every local awaiter within milliseconds of the count reaching zero, with one message', async () => {

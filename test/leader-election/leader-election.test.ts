@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { InvalidArgumentError, LeadershipEndedError, LockLostError, WrongTypeError, type Leadership } from '../../src/index.js';
 import { point, observerReady, TestSdk } from '../observe/otel-support.js';
 import { useRedis } from '../support/harness.js';
-import { lockClient, uniqueName, waitUntil } from '../support/helpers.js';
+import { commandCalls, lockClient, uniqueName, waitUntil } from '../support/helpers.js';
 
 const env = useRedis();
 let sdk: TestSdk;
@@ -33,6 +33,23 @@ describe('RLeaderElection', () => {
     await first.resign();
     expect(await b.leader()).toMatchObject({ identity: 'b', term: next.term });
     await next.resign();
+  });
+
+  it('a campaign while another leads is refused and parks on a channel (a few scripts, no loop), until its signal aborts it', async () => {
+    const name = uniqueName('elect');
+    const a = lockClient(env.redis).getLeaderElection(name, { identity: 'a' });
+    const b = lockClient(env.redis).getLeaderElection(name, { identity: 'b' });
+    const leading = await a.campaign();
+    const before = await commandCalls(env.redis, 'evalsha');
+    const controller = new AbortController();
+    const waiting = b.campaign({ signal: controller.signal });
+    // Parked: subscribed to the election's channel. A refusal read as an ended hold would retry at once, forever.
+    await waitUntil(async () => ((await env.redis.sendCommand(['PUBSUB', 'CHANNELS', `*{${name}}*`])) as string[]).length > 0, 2000, 5, 'the campaign to park');
+    expect(await commandCalls(env.redis, 'evalsha')).toBeLessThanOrEqual(before + 3);
+    controller.abort(new Error('stop'));
+    await expect(waiting).rejects.toThrow('stop');
+    expect(await b.leader()).toMatchObject({ identity: 'a', term: leading.term });
+    await leading.resign();
   });
 
   it('run() runs fn while leading, campaigns again after a loss, and ends (resigning) when its signal aborts', async () => {
@@ -78,6 +95,13 @@ describe('RLeaderElection', () => {
     await expect(election.leader()).rejects.toBeInstanceOf(WrongTypeError);
     await expect(election.campaign({ signal: AbortSignal.timeout(2000) })).rejects.toBeInstanceOf(WrongTypeError);
     await held.release();
+    // A read-write lock's hash has no kind field: the campaign names it by its mode field, a foreign hash as data.
+    const rw = await client.getReadWriteLock(name).writeLock().acquire();
+    await expect(election.campaign({ signal: AbortSignal.timeout(2000) })).rejects.toMatchObject({ name: 'WrongTypeError', foundKind: 'read-write-lock' });
+    await rw.release();
+    await env.redis.hSet(name, 'field', 'value');
+    await expect(election.campaign({ signal: AbortSignal.timeout(2000) })).rejects.toMatchObject({ name: 'WrongTypeError', foundKind: undefined });
+    await env.redis.del(name);
     expect(election.identity).toBe(`${(await import('node:os')).hostname()}:${process.pid}`);
   });
 
