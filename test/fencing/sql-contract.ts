@@ -137,6 +137,8 @@ export function fencedSqlContract(title: string, open: () => Promise<SqlDatabase
       expect(await balance(name)).toBe('ten again');
       await expect(fencedStatement(db.pool, name, 12n, 'SELECT 1')).rejects.toBeInstanceOf(InvalidArgumentError);
       await expect(fencedStatement(db.pool, name, 12n, `DELETE FROM account WHERE id = ${a} RETURNING id`, [name])).rejects.toBeInstanceOf(InvalidArgumentError);
+      await expect(fencedStatement(db.pool, name, 12n, `UPDATE account SET balance = ${a} WHERE id = ${b}`, name as never)).rejects.toMatchObject({ name: 'InvalidArgumentError', argument: 'values' });
+      expect(await highest(name)).toBe('11');
     });
 
     it('refuses a token that is not bigint-compatible, with nothing sent or written', async () => {

@@ -138,6 +138,7 @@ it('refuses a bad name, option or app at declaration, and a template value that 
   expect(() => withLock('', () => {})).toThrow(InvalidArgumentError);
   expect(() => withLock('a', () => {}, { kind: 'mutex' as 'lock' })).toThrow(/kind/);
   expect(() => withLock('a', () => {}, { wait: 1 } as object)).toThrow(/wait/);
+  expect(() => withLock('a', 'not a handler' as never)).toThrow(expect.objectContaining({ name: 'InvalidArgumentError', argument: 'handler' }));
   expect(() => attachLocks({} as express.Express, {} as LockClient)).toThrow(InvalidArgumentError);
   expect(() => locksOf({ app: { locals: {} } })).toThrow(/attachLocks/);
   const a = express();

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Controller, Inject, Module, Param, Post, type INestApplication } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import type { AddressInfo } from 'node:net';
-import { ClientClosedError, InvalidArgumentError, type LockClient } from '../../src/index.js';
+import { ClientClosedError, createLockClient, InvalidArgumentError, type LockClient } from '../../src/index.js';
 import { currentLock, InjectLockClient, LOCK_CLIENT, LockConflictFilter, RelockModule, RunExclusive, WithLock, type RelockModuleOptions } from '../../src/nestjs/index.js';
 import { connect, keys, uniqueName, type Redis } from '../support/helpers.js';
 import { startRedis, type RedisServer } from '../support/redis.js';
@@ -226,6 +226,12 @@ it('forRootAsync builds the client from useFactory with injected providers; bad 
 
   expect(() => RelockModule.forRoot({ redis, lockWatchdogTimeout: 1 })).toThrow(InvalidArgumentError);
   expect(() => RelockModule.forRootAsync({} as never)).toThrow(/useFactory/);
+  // A client given alone is taken as it is; with createLockClient options beside it, refused.
+  const given = createLockClient({ redis });
+  expect(RelockModule.forRoot({ client: given, requestContext: false }).providers).toContainEqual({ provide: LOCK_CLIENT, useValue: given });
+  expect(() => RelockModule.forRoot({ client: given, keyPrefix: 'x:' } as never)).toThrow(/either `client` or the options of createLockClient/);
+  await given.shutdown();
+  expect(() => RunExclusive('job', null as never)).toThrow(expect.objectContaining({ name: 'InvalidArgumentError', argument: 'options' }));
   expect(() => WithLock('')).toThrow(InvalidArgumentError);
   expect(() => WithLock('a', { kind: 'mutex' as 'lock' })).toThrow(/kind/);
   class Plain {

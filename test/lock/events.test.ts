@@ -1,7 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
 import { InvalidArgumentError, KeyspaceEventsUnavailableError } from '../../src/index.js';
 import { useRedis } from '../support/harness.js';
-import { lockClient, uniqueName, waitUntil } from '../support/helpers.js';
+import { connect, lockClient, uniqueName, waitUntil } from '../support/helpers.js';
 
 const env = useRedis();
 
@@ -17,6 +17,27 @@ describe('RLock.addListener', () => {
     await expect(lock.addListener('deleted', () => {})).rejects.toBeInstanceOf(KeyspaceEventsUnavailableError);
     await expect(lock.addListener('gone' as 'expired', () => {})).rejects.toBeInstanceOf(InvalidArgumentError);
     expect(await env.redis.pubSubNumSub(`__keyspace@0__:${lock.key}`)).toEqual({ [`__keyspace@0__:${lock.key}`]: 0 });
+  });
+
+  it('CONFIG GET refused (an ACL user without CONFIG): reason config-refused; any other failure of the check is passed on as it is', async () => {
+    const user = uniqueName('nocfg');
+    await env.redis.sendCommand(['ACL', 'SETUSER', user, 'on', '>pw', '~*', '&*', '+@all', '-config']);
+    const limited = await connect(env.server.url, { username: user, password: 'pw' });
+    try {
+      const refused = await lockClient(limited).getLock(uniqueName()).addListener('expired', () => {}).catch((e: unknown) => e);
+      expect(refused).toBeInstanceOf(KeyspaceEventsUnavailableError);
+      expect(refused).toMatchObject({ reason: 'config-refused' });
+    } finally {
+      await limited.close();
+      await env.redis.sendCommand(['ACL', 'DELUSER', user]);
+    }
+    // A connection that is gone is not "notifications unavailable": the caller sees the connection's failure.
+    const gone = await connect(env.server.url);
+    const lock = lockClient(gone).getLock(uniqueName());
+    await gone.close();
+    const failure = await lock.addListener('expired', () => {}).catch((e: unknown) => e);
+    expect(failure).toBeInstanceOf(Error);
+    expect(failure).not.toBeInstanceOf(KeyspaceEventsUnavailableError);
   });
 
   it('with notifications on: expired when a lease runs out, deleted at the last unlock and at forceUnlock, in another client', async () => {
