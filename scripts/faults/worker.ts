@@ -57,8 +57,8 @@ export interface WorkerConfig {
   /** Sections each waiter enters before it stops (then `drained` is sent once every loop stopped); none: until stopped. */
   sectionsPerWaiter?: number;
   /**
-   * Mutex mode: the section writes to PostgreSQL through relock/fencing instead of the oracle: every
-   * `writeEveryMs` until its `workMs` are over, to `resource` in `database` (see postgres.ts).
+   * Mutex mode: the section writes to PostgreSQL through relock/fencing instead of the oracle: `workMs /
+   * writeEveryMs` writes, `writeEveryMs` apart, to `resource` in `database` (see postgres.ts).
    */
   postgres?: { database: string; resource: string; writeEveryMs: number };
 }
@@ -114,7 +114,7 @@ class Run {
   private readonly sections = new Map<string, string>();
   private readonly stallTimer: NodeJS.Timeout;
   private loops: Promise<void> = Promise.resolve();
-
+  /** Postgres mode's writer (`config.postgres`). */
   private readonly postgres: PostgresWriter | undefined;
 
   constructor(readonly config: WorkerConfig, private readonly oracle: OracleClient | undefined, private readonly user: UserClient) {
