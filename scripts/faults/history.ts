@@ -29,6 +29,8 @@ export type WorkerEvent =
   | { ev: 'block'; t: number; w: string; sec: string; t0: number }
   /** The commit (counter write + fenced write) was sent; `ok` is the fenced resource's answer. */
   | { ev: 'commit'; t: number; w: string; sec: string; ok: boolean; t0: number }
+  /** Postgres mode: a write through relock/fencing sent at `t0`; `ok` false: refused (StaleTokenError), `highest` the table's token then. */
+  | { ev: 'write'; t: number; w: string; sec: string; tok: string; t0: number; ok: boolean; highest?: string; form: string }
   /** The section ends: `done`, or `lost` when the handle's signal aborted the work first. */
   | { ev: 'exit'; t: number; w: string; sec: string; reason: 'done' | 'lost' | 'error'; msg?: string }
   /** release() settled (`err`: the error's name when it threw). */

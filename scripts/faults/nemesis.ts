@@ -47,13 +47,13 @@ export function blockWorker(ctx: RunContext, w: string, ms: number): void {
   ctx.worker(w).send({ cmd: 'block', ms });
 }
 
-/** Kills Redis (SIGKILL, no persistence) and starts it again empty on the same port after `downMs`. */
-export async function restartRedis(ctx: RunContext, downMs: number): Promise<void> {
+/** Kills Redis (SIGKILL, no persistence) and starts it again empty on the same port after `downMs`; `detail` goes into the record. */
+export async function restartRedis(ctx: RunContext, downMs: number, detail: Record<string, unknown> = {}): Promise<void> {
   const t0 = now();
   await ctx.redis.kill();
   if (downMs > 0) await sleep(downMs);
   await ctx.redis.restart();
-  ctx.record({ kind: 'restart', t0, t1: now(), detail: { downMs } });
+  ctx.record({ kind: 'restart', t0, t1: now(), detail: { downMs, ...detail } });
 }
 
 /** SIGSTOP redis-server for `ms`, then SIGCONT. */

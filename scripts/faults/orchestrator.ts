@@ -18,6 +18,7 @@ import { sections } from './checkers/sections.js';
 import { checkTokens } from './checkers/tokens.js';
 import { now, readLog, type NemesisEvent, type WorkerEvent } from './history.js';
 import { readOracle } from './oracle.js';
+import { openFaultDatabase, type FaultDatabase } from './postgres.js';
 import { onCleanup } from './processes.js';
 import { commonViolations, emptyResult, type ScenarioResult } from './result.js';
 import { connect, Run, type Suite } from './run.js';
@@ -25,7 +26,7 @@ import type { AnyScenario, History, InProcessScenario, Scenario } from './scenar
 
 /** Runs `scenario` and returns its figures. Never throws: a failure of the harness is a violation. */
 export async function runScenario(scenario: AnyScenario, suite: Suite): Promise<ScenarioResult> {
-  const skip = scenario.skip?.(suite.client);
+  const skip = await scenario.skip?.(suite.client);
   if (skip) return { ...emptyResult(scenario), skipped: skip };
   if ('runInProcess' in scenario) return runInProcess(scenario, suite);
   const setup = scenario.setup(suite.quick);
@@ -37,12 +38,15 @@ export async function runScenario(scenario: AnyScenario, suite: Suite): Promise<
   const unregister = onCleanup(() => redis.stop());
   const admin = await connect(redis.url);
   const watcher = await connect(redis.url);
-  const run = new Run(suite.quick, id, dir, setup, redis, admin, suite);
+  const db = setup.postgres ? await openFaultDatabase() : undefined;
+  const dropDb = db ? onCleanup(() => db.drop()) : () => {};
+  const run = new Run(suite.quick, id, dir, setup, redis, admin, suite, db && { db, resource: id });
   run.watcherId = Number(await watcher.clientId());
   await watcher.subscribe('__keyevent@0__:expired', (key) => run.expirations.push({ t: now(), key }));
   let runs = 0;
   const harness: string[] = [];
   let hygiene: HygieneFacts | undefined;
+  let written: Awaited<ReturnType<FaultDatabase['history']>> | undefined;
   try {
     const processes = await suite.pool.take(setup.workers);
     await Promise.all(processes.map((p) => run.start(p)));
@@ -52,6 +56,7 @@ export async function runScenario(scenario: AnyScenario, suite: Suite): Promise<
     const finishing = now();
     suite.progress(`  faults done after ${Math.round(finishing - running)} ms`);
     hygiene = await run.finish();
+    written = await db?.history();
     suite.progress(`  stopped and checked in ${Math.round(now() - finishing)} ms`);
   } catch (error) {
     harness.push(`harness: ${(error as Error).stack ?? String(error)}`);
@@ -61,8 +66,13 @@ export async function runScenario(scenario: AnyScenario, suite: Suite): Promise<
     await admin.close().catch(() => admin.destroy());
     await redis.stop();
     unregister();
+    await db?.drop().catch((error: unknown) => harness.push(`harness: dropping the run's database: ${String(error)}`));
+    dropDb();
   }
-  const result = check(scenario, run, runs, hygiene, await readOracle(suite.oracle, id), now() - started);
+  const oracle = await readOracle(suite.oracle, id);
+  // The workers wrote to PostgreSQL instead of the oracle: the fencing checker judges the database's history.
+  if (written) Object.assign(oracle, { ops: written, fencedValue: written.length });
+  const result = check(scenario, run, runs, hygiene, oracle, now() - started);
   result.violations.unshift(...harness);
   result.ok = result.violations.length === 0;
   if (result.ok) rmSync(dir, { recursive: true, force: true });
@@ -119,7 +129,7 @@ function check(scenario: Scenario, run: Run, runs: number, hygiene: HygieneFacts
     violations: [],
     ok: true,
   };
-  const history: History = { events, nemesis, expirations: [...run.expirations], lockKey: run.lockKey, leaseMs: run.leaseMs };
+  const history: History = { events, nemesis, expirations: [...run.expirations], lockKey: run.lockKey, leaseMs: run.leaseMs, ...(run.postgres ? { writes: oracle.ops } : {}) };
   result.violations.push(...commonViolations(result), ...(scenario.check?.(history, result) ?? []));
   if (overlapExamples.length > 0) result.extra.unexpectedOverlapExamples = overlapExamples;
   if (tokenExamples.length > 0) result.extra.tokenInversionExamples = tokenExamples;

@@ -56,6 +56,12 @@ export const PROOFS: Proof[] = [
     mutations: [{ file: FENCED_SCRIPTS, find: "granted: \"redis.call('incr', fence)\\nreturn {1, redis.call('get', fence)}\"", replace: "granted: \"return {1, '0'}\"" }],
   },
   {
+    checker: 'fencing',
+    mutant: "relock/fencing's PostgreSQL fence accepts any token (its comparison `WHERE relock_f.token <= EXCLUDED.token` removed): a holder stopped past its lease writes over its successor's",
+    scenario: 'postgres-fenced-writes',
+    mutations: [{ file: 'src/fencing/postgres.ts', find: ' WHERE relock_f.token <= EXCLUDED.token', replace: '' }],
+  },
+  {
     checker: 'lost-updates',
     mutant: 'a busy fenced lock is granted anyway (with a fresh token): two holders at once, no fault to excuse it',
     scenario: 'holder-kill',

@@ -9,6 +9,7 @@ import type { RedisServer } from '../../test/support/redis.js';
 import type { FaultClient } from './clients.js';
 import { keyFacts, relockSubscribers, type HygieneFacts } from './checkers/hygiene.js';
 import type { Expiration, NemesisEvent } from './history.js';
+import type { FaultDatabase } from './postgres.js';
 import type { WorkerPool, WorkerProcess } from './processes.js';
 import { Proxy } from './proxy.js';
 import type { Entry, Redis, RunContext, Setup } from './scenario.js';
@@ -72,6 +73,7 @@ export class Run implements RunContext {
     readonly redis: RedisServer,
     readonly admin: Redis,
     private readonly suite: Suite,
+    readonly postgres?: { db: FaultDatabase; resource: string },
   ) {
     this.leaseMs = setup.leaseMs;
     this.lockKey = `faults:{${id}}`;
@@ -159,6 +161,7 @@ export class Run implements RunContext {
       waiters: setup.waiters ?? 1, workMs: setup.workMs ?? [60, 150], thinkMs: setup.thinkMs ?? [5, 30],
       notify: (setup.waiters ?? 1) === 1, checkHolds: setup.checkHolds ?? false,
       count: setup.count, holdMs: setup.holdMs, concurrency: setup.concurrency, permits: setup.permits, sectionsPerWaiter: setup.sectionsPerWaiter,
+      ...(setup.postgres && this.postgres ? { postgres: { database: this.postgres.db.name, resource: this.postgres.resource, writeEveryMs: setup.postgres.writeEveryMs } } : {}),
     };
     this.workers.set(w, { process, config, proxy });
     this.detach.push(process.on((message) => this.onMessage(w, message)));
@@ -171,7 +174,7 @@ export class Run implements RunContext {
 
   private onMessage(w: string, message: WorkerMessage): void {
     if (message.type === 'enter') {
-      const entry = { w, sec: message.sec, t: message.t };
+      const entry = { w, sec: message.sec, t: message.t, ...(message.tok === undefined ? {} : { tok: message.tok }) };
       this.open.set(message.sec, entry);
       for (const waiter of [...this.enterWaiters]) {
         if (waiter.filter(entry)) {

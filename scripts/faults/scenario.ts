@@ -4,6 +4,8 @@ import type { RedisServer } from '../../test/support/redis.js';
 import type { Cause } from './checkers/causes.js';
 import type { FaultClient } from './clients.js';
 import type { Expiration, NemesisEvent, WorkerEvent } from './history.js';
+import type { OracleOp } from './oracle.js';
+import type { FaultDatabase } from './postgres.js';
 import type { WorkerProcess } from './processes.js';
 import type { Proxy } from './proxy.js';
 import type { ScenarioResult } from './result.js';
@@ -42,12 +44,19 @@ export interface Setup {
   concurrency?: number;
   /** Sections each waiter enters before it stops (the worker then sends `drained`); none: until the run stops. */
   sectionsPerWaiter?: number;
+  /**
+   * Mutex mode: sections write to a PostgreSQL database of the run's own through relock/fencing (one write
+   * every `writeEveryMs`), instead of the oracle; the fencing checker then judges the database's history.
+   */
+  postgres?: { writeEveryMs: number };
 }
 
 export interface Entry {
   w: string;
   sec: string;
   t: number;
+  /** The section's fencing token (fenced lock and leader modes). */
+  tok?: string;
 }
 
 export interface RunContext {
@@ -82,6 +91,8 @@ export interface RunContext {
   readonly expirations: readonly Expiration[];
   /** Scenario-specific figures for the report (merged into `result.extra`). */
   readonly figures: Record<string, unknown>;
+  /** The run's database and the resource the workers write (`Setup.postgres`). */
+  readonly postgres?: { db: FaultDatabase; resource: string };
 }
 
 /** Everything the checkers and a scenario's own checks get. */
@@ -91,6 +102,8 @@ export interface History {
   expirations: Expiration[];
   lockKey: string;
   leaseMs: number;
+  /** `Setup.postgres`: the writes the database accepted, in the order it applied them. */
+  writes?: readonly OracleOp[];
 }
 
 /** What every scenario has. */
@@ -107,8 +120,8 @@ interface Described {
    * within its window).
    */
   excuses?: Cause[];
-  /** A reason to skip (a feature this build, or `client`, lacks), or undefined to run. */
-  skip?(client: FaultClient): string | undefined;
+  /** A reason to skip (a feature this build, or `client`, lacks; a server it needs is unreachable), or undefined to run. */
+  skip?(client: FaultClient): string | undefined | Promise<string | undefined>;
 }
 
 /**

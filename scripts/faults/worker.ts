@@ -21,6 +21,7 @@ import { createLockClient, type LockClient, type LockHandle } from '../../src/in
 import { openUserClient, type FaultClient, type UserClient } from './clients.js';
 import { LogWriter, now } from './history.js';
 import { OracleClient } from './oracle.js';
+import { PostgresWriter } from './postgres.js';
 
 /** What one run of a worker does. Times in milliseconds. */
 export interface WorkerConfig {
@@ -55,6 +56,11 @@ export interface WorkerConfig {
   permits?: number;
   /** Sections each waiter enters before it stops (then `drained` is sent once every loop stopped); none: until stopped. */
   sectionsPerWaiter?: number;
+  /**
+   * Mutex mode: the section writes to PostgreSQL through relock/fencing instead of the oracle: `workMs /
+   * writeEveryMs` writes, `writeEveryMs` apart, to `resource` in `database` (see postgres.ts).
+   */
+  postgres?: { database: string; resource: string; writeEveryMs: number };
 }
 
 /** What a loop holds (a lock or a permit), as the loop sees it. */
@@ -72,7 +78,7 @@ export type WorkerCommand = { cmd: 'run'; config: WorkerConfig } | { cmd: 'block
 export type WorkerMessage =
   | { type: 'ready'; pid: number }
   | { type: 'running'; w: string }
-  | { type: 'enter' | 'exit'; w: string; sec: string; t: number }
+  | { type: 'enter' | 'exit'; w: string; sec: string; t: number; tok?: string }
   | { type: 'held'; w: string; count: number; ms: number }
   | { type: 'released'; w: string }
   | { type: 'drained'; w: string }
@@ -108,8 +114,11 @@ class Run {
   private readonly sections = new Map<string, string>();
   private readonly stallTimer: NodeJS.Timeout;
   private loops: Promise<void> = Promise.resolve();
+  /** Postgres mode's writer (`config.postgres`). */
+  private readonly postgres: PostgresWriter | undefined;
 
   constructor(readonly config: WorkerConfig, private readonly oracle: OracleClient | undefined, private readonly user: UserClient) {
+    this.postgres = config.postgres && new PostgresWriter(config.postgres.database, config.postgres.resource);
     this.log = new LogWriter(config.logFile);
     this.log.write({ ev: 'start', t: now(), w: config.w, pid: process.pid });
     this.client = createLockClient({ ...user.options, lockWatchdogTimeout: config.leaseMs, responseTimeout: config.responseTimeoutMs });
@@ -150,6 +159,7 @@ class Run {
     await this.client.shutdown();
     await this.user.close();
     await this.oracle?.close();
+    await this.postgres?.close();
     this.log.close();
     await new Promise((resolve) => setImmediate(resolve));
     // A node-redis client destroyed while it waits to reconnect keeps its backoff timer (up to 2.2 s):
@@ -183,7 +193,7 @@ class Run {
       entered++;
       log.write({ ev: 'enter', t: enteredAt, w, sec, ...held.logged, waitMs: Math.round(enteredAt - started) });
       this.sections.set(held.owner, sec);
-      if (config.notify) send({ type: 'enter', w, sec, t: enteredAt });
+      if (config.notify) send({ type: 'enter', w, sec, t: enteredAt, ...('tok' in held.logged ? { tok: held.logged.tok } : {}) });
       let reason: 'done' | 'lost' | 'error' = 'done';
       let message: string | undefined;
       try {
@@ -266,7 +276,27 @@ class Run {
       const token = handle.token!.toString();
       const holds = AsyncResource.bind(() => lock.getHoldCount());
       return { owner: handle.owner, signal: handle.signal, logged: { tok: token }, release: () => handle.release(), holds, token };
-    }), (sec, held) => this.fenced(sec, held));
+    }), (sec, held) => (this.postgres ? this.fencedSql(sec, held, this.postgres) : this.fenced(sec, held)));
+  }
+
+  /**
+   * Postgres mode's section: `workMs / writeEveryMs` writes through relock/fencing, `writeEveryMs` apart
+   * (a job of that many steps, however long it is paused between them), each after checking the handle's signal (as a careful user does; a paused holder's check passes when
+   * it runs again, before its watchdog could tell it). Each attempt is logged (`write`); a refused one
+   * (StaleTokenError: a newer holder wrote) ends the section.
+   */
+  private async fencedSql(sec: string, held: Held & { token: string }, writer: PostgresWriter): Promise<'done' | 'lost'> {
+    const { config, log } = this;
+    const writes = Math.ceil(between(config.workMs) / config.postgres!.writeEveryMs);
+    for (let i = 0; i < writes; i++) {
+      if (held.signal.aborted) return 'lost';
+      const t0 = now();
+      const outcome = await writer.write(config.w, sec, held.token, t0);
+      log.write({ ev: 'write', t: now(), w: config.w, sec, tok: held.token, t0, ...outcome });
+      if (!outcome.ok) return 'done';
+      await sleep(config.postgres!.writeEveryMs, undefined, { signal: held.signal }).catch(() => {});
+    }
+    return 'done';
   }
 
   /**

@@ -11,6 +11,8 @@ import type { Section } from '../../scripts/faults/checkers/sections.js';
 import type { NemesisEvent, WorkerEvent } from '../../scripts/faults/history.js';
 import type { OracleOp } from '../../scripts/faults/oracle.js';
 import { PROOFS, uncoveredCheckers } from '../../scripts/faults/prove.js';
+import { emptyResult } from '../../scripts/faults/result.js';
+import { checkTokenReuse } from '../../scripts/faults/scenarios/postgres.js';
 import { checkMutations, repoRoot } from '../../scripts/mutants/scratch.js';
 
 const LEASE = 600;
@@ -99,5 +101,31 @@ describe('proofs', () => {
   it('every checker has a mutant, and every mutant still applies to the tree', () => {
     expect(uncoveredCheckers()).toEqual([]);
     for (const proof of PROOFS) expect(() => checkMutations(repoRoot, proof.mutations)).not.toThrow();
+  });
+});
+
+describe('token reuse after a restart (postgres-fenced-writes)', () => {
+  const restart: NemesisEvent = { kind: 'restart', t0: 1000, t1: 1010, detail: { downMs: 0, counter: '5' } };
+  const reuse = (writes: OracleOp[]): { violations: string[]; extra: Record<string, unknown> } => {
+    const result = emptyResult({ name: 'postgres-fenced-writes', title: '' });
+    const violations = checkTokenReuse({ events: [], nemesis: [restart], expirations: [], lockKey: 'k', leaseMs: LEASE, writes }, result);
+    return { violations, extra: result.extra };
+  };
+  // a held token 5 and wrote before Redis died; b was handed 5 again by the restarted counter; c got 6.
+  const shared = [write('a', 5, true, 900), write('b', 5, true, 1200), write('a', 5, true, 1250), write('b', 5, true, 1300), write('c', 6, true, 1500)];
+
+  it('accepts the shared token from the two sections until a higher token is accepted, and reports the window', () => {
+    const { violations, extra } = reuse(shared);
+    expect(violations).toEqual([]);
+    expect(extra.restarts).toEqual([expect.objectContaining({ counterAtRestart: 5, sharedTokenWrites: 3, sharedBySections: 2, catchUpMs: 190, windowClosedMs: 490 })]);
+  });
+
+  it('fails a write with a token up to the counter accepted after the window closed, and a third section sharing the token', () => {
+    expect(reuse([...shared, write('a', 5, true, 1600)]).violations).toEqual([expect.stringMatching(/^fencing: 1 write\(s\) with a token ≤ 5 .* after the table had accepted a higher one/)]);
+    expect(reuse([...shared.slice(0, 4), write('d', 5, true, 1400)]).violations).toEqual([expect.stringMatching(/^fencing: token 5 was accepted from 3 sections/)]);
+  });
+
+  it('says so when no restart showed the reuse (the scenario must show it)', () => {
+    expect(reuse([write('a', 5, true, 900), write('c', 6, true, 1500)]).violations).toEqual([expect.stringMatching(/^harness: no restart showed the token reuse/)]);
   });
 });

@@ -17,7 +17,8 @@ export const mysqlInstalled = (): boolean => ['/usr/sbin/mariadbd', '/usr/sbin/m
 
 const runName = (): string => `relock_fence_${process.pid}_${randomBytes(4).toString('hex')}`;
 
-const pgConfig = (database: string): pg.PoolConfig => ({
+/** The connection settings of the machine's PostgreSQL (PGHOST, PGPORT, PGUSER, PGPASSWORD) for `database`. */
+export const pgConfig = (database: string): pg.PoolConfig => ({
   host: process.env.PGHOST ?? '127.0.0.1',
   port: Number(process.env.PGPORT ?? 5432),
   user: process.env.PGUSER ?? 'postgres',

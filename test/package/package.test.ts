@@ -19,6 +19,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import semver from 'semver';
+import * as fencingSources from '../../src/fencing/index.js';
 import * as sources from '../../src/index.js';
 import type { LockHandle } from '../../src/index.js';
 import { BUILD_TIMEOUT_MS, root } from '../support/build.js';
@@ -108,6 +109,9 @@ const FRAMEWORKS = {
   nestjs: ['redis', '@nestjs/common', '@nestjs/core', '@nestjs/platform-express', 'reflect-metadata', 'rxjs'],
 } as const;
 const frameworkProjects: Record<string, string> = {};
+/** What the `relock/fencing` project installs besides relock: the drivers (optional peers) and pg's types. */
+const FENCING_DRIVERS = ['pg', '@types/pg', 'mysql2'] as const;
+let fencingProject: string;
 
 beforeAll(async () => {
   server = await startRedis();
@@ -160,6 +164,8 @@ beforeAll(async () => {
     for (const file of readdirSync(join(here, 'frameworks'))) copyFileSync(join(here, 'frameworks', file), join(path, file));
     frameworkProjects[framework] = path;
   }
+  fencingProject = await project(join(work, packed!.filename), 'fencing', FENCING_DRIVERS);
+  for (const file of readdirSync(join(here, 'fencing'))) copyFileSync(join(here, 'fencing', file), join(fencingProject, file));
   busy = await lockClient(redis).getLock(busyName).acquire();
 }, BUILD_TIMEOUT_MS + 60_000);
 
@@ -343,5 +349,29 @@ describe('the built package', () => {
     expect(node16).toContain(join(dir, 'node_modules', 'relock', 'dist', 'esm', framework, 'index.d.ts'));
     const bundler = await typecheck('tsconfig.bundler.json', { module: 'ESNext', moduleResolution: 'Bundler', ...options }, [`types-${framework}.ts`], dir);
     expect(bundler).toContain(join(dir, 'node_modules', 'relock', 'dist', 'esm', framework, 'index.d.ts'));
+  }, 200_000);
+
+  it('relock/fencing resolves from the tarball, as an ES module (dist/esm) and as CommonJS (dist/cjs), with the same exports and no driver loaded', async () => {
+    const { stdout } = await run(process.execPath, [join(fencingProject, 'resolve.mjs')], { cwd: fencingProject, timeout: 60_000 });
+    const result = JSON.parse(stdout.trim().split('\n').at(-1)!) as { esm: { resolved: string; exports: string[] }; cjs: { resolved: string; exports: string[] }; stale: unknown };
+    const installed = join(fencingProject, 'node_modules', 'relock');
+    expect(fileURLToPath(result.esm.resolved)).toBe(join(installed, 'dist', 'esm', 'fencing', 'index.js'));
+    expect(result.cjs.resolved).toBe(join(installed, 'dist', 'cjs', 'fencing', 'index.js'));
+    const exported = Object.keys(fencingSources).sort();
+    expect(result.esm.exports).toEqual(exported);
+    expect(result.cjs.exports).toEqual(exported);
+    expect(result.stale).toEqual({ name: 'StaleTokenError', code: 'STALE_TOKEN' });
+    expect(existsSync(join(installed, 'fencing', 'package.json'))).toBe(true); // for node10 resolvers
+  }, 90_000);
+
+  it('relock/fencing type-checks for its users (their pg and mysql2 pools) under moduleResolution node16 (ESM and CommonJS) and bundler', async () => {
+    const dir = fencingProject;
+    const declarations = (build: 'esm' | 'cjs'): string => join(dir, 'node_modules', 'relock', 'dist', build, 'fencing', 'index.d.ts');
+    const node16 = await typecheck('tsconfig.node16.json', { module: 'Node16', moduleResolution: 'Node16' }, ['types-fencing.ts', 'types-fencing-cjs.cts'], dir);
+    expect(node16).toContain(declarations('esm'));
+    expect(node16).toContain(declarations('cjs'));
+    const bundler = await typecheck('tsconfig.bundler.json', { module: 'ESNext', moduleResolution: 'Bundler' }, ['types-fencing.ts'], dir);
+    expect(bundler).toContain(declarations('esm'));
+    expect(bundler).not.toContain(declarations('cjs'));
   }, 200_000);
 });

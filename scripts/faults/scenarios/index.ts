@@ -2,6 +2,7 @@
 import type { AnyScenario } from '../scenario.js';
 import { leaderElection } from './leader.js';
 import { networkScenarios } from './network.js';
+import { postgresFencedWrites } from './postgres.js';
 import { plainSemaphoreScenarios, readWriteScenarios } from './primitives.js';
 import { processScenarios } from './process.js';
 import { redisScenarios } from './redis.js';
@@ -9,5 +10,5 @@ import { scaleScenarios } from './scale.js';
 import { sentinelFailover } from './sentinel.js';
 
 export const scenarios: AnyScenario[] = [
-  ...processScenarios, ...redisScenarios, ...networkScenarios, ...readWriteScenarios, ...plainSemaphoreScenarios, ...scaleScenarios, leaderElection, sentinelFailover,
+  ...processScenarios, ...redisScenarios, ...networkScenarios, ...readWriteScenarios, ...plainSemaphoreScenarios, ...scaleScenarios, leaderElection, postgresFencedWrites, sentinelFailover,
 ];
