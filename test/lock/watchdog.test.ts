@@ -3,6 +3,8 @@ import { LockLostError, runInContext, type LockLostEvent } from '../../src/index
 import { useRedis } from '../support/harness.js';
 import { commandCalls, connect, lockClient, sleep, uniqueName, waitUntil, type Redis } from '../support/helpers.js';
 import { startRedis, type RedisServer } from '../support/redis.js';
+import { startProxy, type TcpProxy } from '../support/tcp-proxy.js';
+import { RENEW } from '../../src/lock/scripts.js';
 
 const env = useRedis();
 
@@ -229,4 +231,55 @@ describe('mixed holds of one owner', () => {
     await leased.release();
     expect(await lock.isLocked()).toBe(false);
   }));
+});
+
+describe('watchdog: a renewal whose reply is late', () => {
+  let proxy: TcpProxy;
+  beforeAll(async () => {
+    proxy = await startProxy('127.0.0.1', env.server.port);
+  });
+  afterAll(() => proxy.close());
+
+  it('dates the local deadline from the renewal\'s send, not its reply: a holder cut off after a slow renewal is told by send + lease − drift (issue 28)', async () => {
+    // lockWatchdogTimeout 3000 ms: renewals every 1000 ms, drift margin 32 ms. The first renewal takes
+    // 2 × 600 ms through the proxy (its reply still comes before the hold's deadline); from its reply on,
+    // the proxy drops everything (a silent partition). Redis set the key's TTL when it ran that renewal,
+    // at least at its send: the key may expire from send + 3000 ms on, so the holder must be told by then.
+    // Dated from the reply instead, the deadline would be 1200 ms later, after the key could have expired.
+    const LEASE_MS = 3000;
+    await env.redis.scriptLoad(RENEW.source); // its EVALSHA runs: no NOSCRIPT round trip through the slow proxy
+    const through = await connect(`redis://127.0.0.1:${proxy.port}`);
+    const client = lockClient(through, { lockWatchdogTimeout: LEASE_MS });
+    try {
+      const handle = await client.getLock(uniqueName()).acquire();
+      let sentAt = 0;
+      proxy.onRequest = (request) => {
+        if (sentAt > 0 || !request.includes(RENEW.sha, 0, 'latin1')) return;
+        sentAt = performance.now();
+        proxy.latencyMs = 600;
+      };
+      let answeredAt = 0;
+      proxy.onReply = () => {
+        if (sentAt === 0 || answeredAt > 0) return;
+        answeredAt = performance.now();
+        proxy.mode = 'blackhole';
+      };
+      const event = await nextLost(client);
+      const toldAfter = performance.now() - sentAt;
+      expect(answeredAt - sentAt).toBeGreaterThanOrEqual(590);
+      expect(event.reason).toBe('renewal-failed');
+      expect(handle.signal.aborted).toBe(true);
+      // Not earlier either: the slow renewal did renew (told at acquisition + lease − drift otherwise,
+      // about 1000 ms before this bound).
+      expect(toldAfter).toBeGreaterThan(LEASE_MS - 100);
+      expect(toldAfter).toBeLessThan(LEASE_MS);
+    } finally {
+      proxy.onRequest = undefined;
+      proxy.onReply = undefined;
+      proxy.mode = 'pass';
+      proxy.latencyMs = 0;
+      await client.shutdown();
+      through.destroy();
+    }
+  });
 });
