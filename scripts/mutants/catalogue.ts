@@ -4,20 +4,10 @@
  * is broken. A new safety mechanism adds one entry here; the runner (run.ts) checks that every `find`
  * still occurs exactly once, so an entry made stale by a refactoring fails loudly instead of passing.
  */
-import type { Mutation } from './scratch.js';
+import type { CatalogueEntry } from './entry.js';
+import { OUTSIDE_REVIEW } from './outside-review.js';
 
-export interface CatalogueEntry extends Mutation {
-  /** Short stable name, used by `--only` and in the table. */
-  readonly id: string;
-  /** The safety mechanism the mutation removes, in words. */
-  readonly mechanism: string;
-  /** The jest test files that must kill it (paths from the repository root). */
-  readonly tests: readonly string[];
-  /** A jest `-t` pattern narrowing the run to the tests that kill it (anchor it with `^`). */
-  readonly pattern?: string;
-  /** Part of `--quick` (the subset `.ci/run` runs). */
-  readonly quick?: boolean;
-}
+export type { CatalogueEntry } from './entry.js';
 
 const CONTRACT = 'test/contract/locks.test.ts';
 const CORE = 'test/core.test.ts';
@@ -729,4 +719,5 @@ export const CATALOGUE: readonly CatalogueEntry[] = [
     tests: [EVERY_CLIENT],
     pattern: '^faults on (ioredis|iovalkey) the user closes their client',
   },
+  ...OUTSIDE_REVIEW,
 ];
