@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { PermitAcquireTimeoutError } from '../../src/index.js';
 import { ACQUIRE } from '../../src/permit-expirable-semaphore/scripts.js';
 import { useRedis } from '../support/harness.js';
-import { connect, lockClient, uniqueName, type Redis } from '../support/helpers.js';
+import { closeAll, connect, lockClient, uniqueName, type Redis } from '../support/helpers.js';
 import { startProxy, type TcpProxy } from '../support/tcp-proxy.js';
 
 const env = useRedis();
@@ -21,7 +21,8 @@ beforeAll(async () => {
   through = await connect(`redis://127.0.0.1:${proxy.port}`);
 });
 afterAll(async () => {
-  await through.close();
+  await closeAll(); // the lock clients first, then their connection
+  through.destroy();
   await proxy.close();
 });
 
