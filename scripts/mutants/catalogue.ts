@@ -6,6 +6,7 @@
  */
 import { ELECTION_CATALOGUE } from './catalogue-election.js';
 import type { CatalogueEntry } from './entry.js';
+import { OUTSIDE_REVIEW } from './outside-review.js';
 
 export type { CatalogueEntry } from './entry.js';
 
@@ -719,5 +720,6 @@ export const CATALOGUE: readonly CatalogueEntry[] = [
     tests: [EVERY_CLIENT],
     pattern: '^faults on (ioredis|iovalkey) the user closes their client',
   },
+  ...OUTSIDE_REVIEW,
   ...ELECTION_CATALOGUE,
 ];

@@ -1,6 +1,6 @@
-/** One entry of the mutation catalogue (catalogue.ts). */
 import type { Mutation } from './scratch.js';
 
+/** One entry of the mutation catalogue (catalogue.ts): a mutation, the mechanism it removes, and the tests that must kill it. */
 export interface CatalogueEntry extends Mutation {
   /** Short stable name, used by `--only` and in the table. */
   readonly id: string;

@@ -86,6 +86,14 @@ export class Channel {
     this.wake(budget > 0 ? budget : (this.parked[0]?.place.need ?? 1));
   }
 
+  /**
+   * The budget of the last wake-up held back for the first parked waiter, which needs more (0: none);
+   * handed to the waiters behind it if that waiter leaves. For tests and diagnostics.
+   */
+  get heldBack(): number {
+    return this.held;
+  }
+
   /** A new place at the end of the queue, for a waiter that needs `need` of a wake-up budget. */
   place(need = 1): Place {
     return { order: this.nextOrder++, need };

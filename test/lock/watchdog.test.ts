@@ -3,6 +3,8 @@ import { LockLostError, runInContext, type LockLostEvent } from '../../src/index
 import { useRedis } from '../support/harness.js';
 import { commandCalls, connect, lockClient, sleep, uniqueName, waitUntil, type Redis } from '../support/helpers.js';
 import { startRedis, type RedisServer } from '../support/redis.js';
+import { startProxy, type TcpProxy } from '../support/tcp-proxy.js';
+import { ACQUIRE, RENEW } from '../../src/lock/scripts.js';
 
 const env = useRedis();
 
@@ -229,4 +231,59 @@ describe('mixed holds of one owner', () => {
     await leased.release();
     expect(await lock.isLocked()).toBe(false);
   }));
+});
+
+describe('watchdog: a grant or renewal whose reply is late', () => {
+  let proxy: TcpProxy;
+  beforeAll(async () => {
+    proxy = await startProxy('127.0.0.1', env.server.port);
+  });
+  afterAll(() => proxy.close());
+
+  it.each([
+    ['renewal', RENEW],
+    ['acquisition', ACQUIRE],
+  ] as const)('dates the local deadline from the %s\'s send, not its reply: a holder cut off after a slow reply is told by send + lease − drift (issue 28)', async (_, script) => {
+    // lockWatchdogTimeout 3000 ms: renewals every 1000 ms, drift margin 32 ms. The call (the first renewal,
+    // or the acquisition itself) takes 2 × 600 ms through the proxy; its reply still comes in time. From
+    // that reply on the proxy drops everything (a silent partition). Redis set the key's TTL when it ran
+    // the call, after its send: the key may expire from send + 3000 ms on, so the holder must be told by
+    // then. Dated from the reply instead, the deadline would be 1200 ms later, after the key could expire.
+    const LEASE_MS = 3000;
+    await env.redis.scriptLoad(script.source); // its EVALSHA runs: no NOSCRIPT round trip through the slow proxy
+    const through = await connect(`redis://127.0.0.1:${proxy.port}`);
+    const client = lockClient(through, { lockWatchdogTimeout: LEASE_MS });
+    try {
+      let sentAt = 0;
+      proxy.onRequest = (request) => {
+        if (sentAt > 0 || !request.includes(script.sha, 0, 'latin1')) return;
+        sentAt = performance.now();
+        proxy.latencyMs = 600;
+      };
+      let answeredAt = 0;
+      proxy.onReply = () => {
+        if (sentAt === 0 || answeredAt > 0) return;
+        answeredAt = performance.now();
+        proxy.mode = 'blackhole';
+      };
+      const lost = nextLost(client);
+      const handle = await client.getLock(uniqueName()).acquire();
+      const event = await lost;
+      const toldAfter = performance.now() - sentAt;
+      expect(answeredAt - sentAt).toBeGreaterThanOrEqual(590);
+      expect(event.reason).toBe('renewal-failed');
+      expect(handle.signal.aborted).toBe(true);
+      // Not earlier either: the slow call counted (a failed renewal would have ended the hold at the
+      // acquisition's send + lease − drift, 1000 ms before this bound).
+      expect(toldAfter).toBeGreaterThan(LEASE_MS - 100);
+      expect(toldAfter).toBeLessThan(LEASE_MS);
+    } finally {
+      proxy.onRequest = undefined;
+      proxy.onReply = undefined;
+      proxy.mode = 'pass';
+      proxy.latencyMs = 0;
+      await client.shutdown();
+      through.destroy();
+    }
+  });
 });

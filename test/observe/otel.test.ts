@@ -6,7 +6,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/glob
 import * as api from '@opentelemetry/api';
 import { SpanStatusCode, trace } from '@opentelemetry/api';
 import type { ReadableSpan } from '@opentelemetry/sdk-trace-base';
-import { IllegalMonitorStateError, type LockClient, type LockLostEvent, type RLock } from '../../src/index.js';
+import { IllegalMonitorStateError, runInContext, type LockClient, type LockLostEvent, type RLock } from '../../src/index.js';
 import { useRedis } from '../support/harness.js';
 import { lockClient, sleep, uniqueName, waitUntil } from '../support/helpers.js';
 import { histogram, observerReady, point, TestSdk } from './otel-support.js';
@@ -179,6 +179,39 @@ describe('OpenTelemetry', () => {
     await waitUntil(async () => !(await lock.isLocked()), 5000, 5, 'the lease to run out');
     await expect(handle.release()).rejects.toThrow(IllegalMonitorStateError);
     expect(await heldNow()).toBe(before);
+  });
+
+  it('a reentrant hold (hold count 2) that is lost leaves relock.held at 0: found by the watchdog, or by the unlock of a lease that ran out (issue 28)', async () => {
+    const relock = await client();
+    const kind = { 'relock.kind': 'lock' };
+    const heldNow = async (): Promise<number> => point((await sdk.metrics()).get('relock.held'), kind) ?? 0;
+    const before = await heldNow();
+
+    // Renewed by the watchdog; its key deleted: the renewal reports the loss.
+    await runInContext(async () => {
+      const lock = relock.getLock(uniqueName('otel'));
+      await lock.lock();
+      await lock.lock();
+      expect(await lock.getHoldCount()).toBe(2);
+      expect(await heldNow()).toBe(before + 2);
+      const lost = new Promise<LockLostEvent>((resolve) => relock.once('lockLost', resolve));
+      await env.redis.del(lock.key);
+      expect((await lost).reason).toBe('expired');
+      expect(await heldNow()).toBe(before);
+      await expect(lock.unlock()).rejects.toThrow(IllegalMonitorStateError);
+      expect(await heldNow()).toBe(before);
+    });
+
+    // With a lease, not renewed: the lease runs out and the unlock finds the hold gone.
+    await runInContext(async () => {
+      const lock = relock.getLock(uniqueName('otel'));
+      expect(await lock.tryLock(0, 60, 'ms')).toBe(true);
+      expect(await lock.tryLock(0, 60, 'ms')).toBe(true);
+      expect(await heldNow()).toBe(before + 2);
+      await waitUntil(async () => !(await lock.isLocked()), 5000, 5, 'the lease to run out');
+      await expect(lock.unlock()).rejects.toThrow(IllegalMonitorStateError);
+      expect(await heldNow()).toBe(before);
+    });
   });
 
   it('records from the first operation when given the API module, and refuses otel options of the wrong shape', async () => {

@@ -108,6 +108,43 @@ describe('channels', () => {
     expect(performance.now() - started).toBeLessThan(1000);
   });
 
+  it('a waiter woken by a message that gives up before its attempt runs passes the wake-up on: the next waiter tries at once (issue 28)', async () => {
+    const { channels } = layer();
+    const channel = uniqueName();
+    const warm = wait(channels, channel, WOKEN);
+    await waitUntil(async () => (await env.redis.publish(channel, '0')) === 1, 2000, 2, 'the channel to be subscribed');
+    await warm;
+    // On the lingering channel each waiter parks after its first attempt; the first one's next attempt
+    // (after the message) is given up before it runs: its signal aborts, as a caller's would meanwhile.
+    const controller = new AbortController();
+    let firstAttempts = 0;
+    const first = waitFor<string>({
+      channels,
+      channel,
+      rule: one,
+      waitMs: 20_000,
+      subscriptionTimeoutMs: 2000,
+      maxPollMs: 10_000,
+      signal: controller.signal,
+      attempt: async () => {
+        if (++firstAttempts === 1) return { acquired: false, retryAfterMs: 10_000 };
+        controller.abort(new Error('gave up'));
+        throw controller.signal.reason;
+      },
+    }).catch((error: unknown) => error);
+    await waitUntil(() => firstAttempts === 1, 2000, 1, 'the first waiter to park');
+    let secondAttempts = 0;
+    const second = wait(channels, channel, [10_000, true], 20_000, async () => void secondAttempts++);
+    await waitUntil(() => secondAttempts === 1, 2000, 1, 'the second waiter to park');
+    await new Promise((resolve) => setImmediate(resolve));
+    const published = performance.now();
+    await env.redis.publish(channel, '0'); // one message: it wakes the first waiter only
+    expect(await first).toEqual(new Error('gave up'));
+    expect(await second).toBe('got it');
+    // Its own fallback would have come after 10 s.
+    expect(performance.now() - published).toBeLessThan(1000);
+  });
+
   it('waiters share one fallback timer, which resumes each at its own retry time when no message comes', async () => {
     const { channels } = layer();
     const channel = uniqueName();

@@ -212,6 +212,31 @@ describe('RReadWriteLock leases and the watchdog', () => {
     await writer.unlock();
   });
 
+  it('a reader\'s unlock keeps the lock alive for the longest remaining lease: no writer gets in while a longer-lease reader holds (issue 28)', async () => {
+    // Readers A (10 s), C (600 ms) and B (300 ms), each of its own client. B's unlock must set the TTL
+    // from the longest lease left (A's), not from the shortest (C's) nor from its own.
+    const name = uniqueName('rw');
+    const [a, b, c] = [lockClient(redis), lockClient(redis), lockClient(redis)];
+    const longRead = a.getReadWriteLock(name).readLock();
+    expect(await longRead.tryLock(0, 10_000, 'ms')).toBe(true);
+    const aSent = performance.now();
+    expect(await c.getReadWriteLock(name).readLock().tryLock(0, 600, 'ms')).toBe(true);
+    const shortRead = b.getReadWriteLock(name).readLock();
+    expect(await shortRead.tryLock(0, 300, 'ms')).toBe(true);
+    await shortRead.unlock();
+    const aLeft = 10_000 - (performance.now() - aSent);
+    expect(Number(await redis.pTTL(name))).toBeGreaterThanOrEqual(aLeft - 50);
+    expect(Number(await redis.pTTL(longRead.leasesKey))).toBeGreaterThanOrEqual(aLeft - 50);
+    // Past C's lease a writer still finds A reading.
+    const writer = lockClient(redis).getReadWriteLock(name).writeLock();
+    expect(await writer.tryLock(1500, 'ms')).toBe(false);
+    expect(await longRead.isLocked()).toBe(true);
+    expect(Number(await redis.pTTL(name))).toBeGreaterThan(10_000 - (performance.now() - aSent) - 50);
+    await longRead.unlock();
+    expect(await writer.tryLock(0, 'ms')).toBe(true);
+    await writer.unlock();
+  });
+
   it('several readers holding the read lock for three watchdog periods all stay valid and unlock cleanly (known failure 24)', async () => {
     const clients = [lockClient(redis, { lockWatchdogTimeout: 600 }), lockClient(redis, { lockWatchdogTimeout: 600 })];
     const name = uniqueName('rw');

@@ -46,6 +46,11 @@ export interface TcpProxy {
   refuseRequest(match: string): Promise<void>;
   /** Called with every request chunk a client sends (blackholed or not), for tests that watch what goes to Redis; none by default. */
   onRequest: ((request: Buffer) => void) | undefined;
+  /**
+   * Called with every reply chunk Redis sends, after it was passed on (or dropped): a mode or latency set
+   * here applies from the next chunk on, never to this one. None by default.
+   */
+  onReply: ((reply: Buffer) => void) | undefined;
   /** Disarms a `loseReply` or `refuseRequest` that found no request yet (its promise never resolves). */
   disarm(): void;
   close(): Promise<void>;
@@ -78,6 +83,7 @@ export async function startProxy(targetHost: string, targetPort: number): Promis
     mode: 'pass',
     latencyMs: 0,
     onRequest: undefined,
+    onReply: undefined,
     get repliesLost() {
       return repliesLost;
     },
@@ -145,7 +151,7 @@ export async function startProxy(targetHost: string, targetPort: number): Promis
       }
       write(upstream, chunk);
     });
-    upstream.on('data', (chunk: Buffer) => {
+    const passReply = (chunk: Buffer): void => {
       if (!dropping) return write(client, chunk);
       const armed = dropping;
       dropping = undefined;
@@ -162,6 +168,10 @@ export async function startProxy(targetHost: string, targetPort: number): Promis
       reset(client);
       drop();
       armed.done();
+    };
+    upstream.on('data', (chunk: Buffer) => {
+      passReply(chunk);
+      proxy.onReply?.(chunk);
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
