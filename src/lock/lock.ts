@@ -303,20 +303,14 @@ export class RLock implements LockHooks {
     return ctx.owner ?? `${this.core.id}:${ctx.id}`;
   }
 
-  /**
-   * @internal Hook: runs the acquire script once (`guard`: '' or the hold count before a lost attempt;
-   * `held`: the owner's hold count as this client knows it, see `holdSource`) for this lock's `kind`. The
-   * fenced lock overrides it to take a token in the same script.
-   */
+  /** @internal Hook: runs the acquire script once for this lock's `kind` (see `LockHooks.runAcquire`); the fenced lock's takes a token too. */
   runAcquire(owner: string, lease: string, guard: string, held: string): Promise<AcquireResult> {
     return ACQUIRE.run(this.core.connection, { lock: this.key, leaseMs: lease, owner, guard, heldCount: held, kind: this.kind });
   }
 
   /**
-   * @internal Hook: runs the unlock script once (`attempt` > 1: a retry, which replays the first attempt's
-   * answer; `guard`: the owner's hold count before the call, or '' to latch every answer, see
-   * `unlockSource`): nil when `owner` does not hold the lock, 0 when holds remain, 1 when released. Fair
-   * and read-write locks override it.
+   * @internal Hook: runs the unlock script once (`attempt` > 1: a retry, which replays the first answer;
+   * `guard`: see `unlockSource`): nil when `owner` does not hold the lock, 0 when holds remain, 1 when released.
    */
   runUnlock(owner: string, latch: string, attempt: number, guard: string): Promise<number | null> {
     const { connection, latches } = this.core;
