@@ -24,7 +24,7 @@ export interface LockContext {
   /**
    * Locks (by hold key) for which an acquisition attempt of this owner failed ambiguously (its reply was
    * lost: Redis may have granted it) and no later answer settled it. The owner's next acquisition of the
-   * lock adopts such a grant instead of adding a hold (see `RLock.acquireAs`).
+   * lock adopts such a grant instead of adding a hold (see `acquire` in lock/protocol/acquire.ts).
    */
   unsettled?: Map<string, Unsettled>;
   /** Acquisition attempts of this owner in flight, by hold key: an unlock of the owner waits for them. */

@@ -81,7 +81,6 @@ export { functionsLibrary, type FunctionsLibrary } from './redis/functions.js';
 export type { ScriptingMode } from './redis/script.js';
 export { RSemaphore, type SemaphoreAcquireOptions } from './semaphore/semaphore.js';
 export type { TimeUnit } from './time.js';
-export { FencedLock, MultiLock, RedLock, SpinLock } from './deprecated.js';
 export type { LockLostEvent } from './watchdog/watchdog.js';
 export {
   RLeaderElection,

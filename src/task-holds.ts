@@ -23,7 +23,7 @@ import { processWide } from './shared-state.js';
  * `items.map(async …)`, the jobs a dispatcher starts) begin in their caller's context, so a task sees the
  * notes that tasks started before it in that run made before their first `await`, and so do the tasks the
  * caller starts after its next `await`. The newest note a task sees is its own whenever it made one since;
- * a task that made none sees another's (see `RLock.unlock` and `RLock.acquireForCaller` for what is then
+ * a task that made none sees another's (see `RLock.unlock` and `acquireForCaller` (lock/protocol/caller.ts) for what is then
  * refused).
  *
  * A task keeps every note of an acquisition still in flight or whose owner still records a hold (so a task

@@ -61,7 +61,7 @@ export class RFairLock extends RLock {
   /** The acquire scripts of each owner sent and not yet answered (settled when answered or failed). */
   private readonly flying = new Map<string, Set<Promise<unknown>>>();
   protected override readonly kind = 'fair-lock';
-  protected override readonly metricKind = 'fair_lock';
+  override readonly metricKind = 'fair_lock';
 
   /** @internal Use `LockClient.getFairLock(name)`. */
   constructor(core: Core, name: string) {
@@ -75,7 +75,7 @@ export class RFairLock extends RLock {
     return `${this.channel}:${owner}`;
   }
 
-  protected override runAcquire(owner: string, lease: string, guard: string, held: string): Promise<AcquireResult> {
+  override runAcquire(owner: string, lease: string, guard: string, held: string): Promise<AcquireResult> {
     const { connection, fairLockWaitTimeout } = this.core;
     const sent = FAIR_ACQUIRE.run(connection, {
       lock: this.key,
@@ -111,7 +111,7 @@ export class RFairLock extends RLock {
   }
 
   /** A waiter listens on its own channel: an unlock wakes only the head of the queue. */
-  protected override waitChannel(owner: string): string {
+  override waitChannel(owner: string): string {
     return this.waiterChannel(owner);
   }
 
@@ -122,11 +122,11 @@ export class RFairLock extends RLock {
    * `LEAVE_WAIT_MS`), in the background otherwise (the command is sent before any later one of this
    * client, and the waiter's deadline removes it anyway if Redis cannot be reached).
    */
-  protected override beginWait(owner: string, waitMs: number): void {
+  override beginWait(owner: string, waitMs: number): void {
     if (waitMs > 0) this.waiting.set(owner, (this.waiting.get(owner) ?? 0) + 1);
   }
 
-  protected override endWait(owner: string, waitMs: number, granted: boolean): Promise<void> | undefined {
+  override endWait(owner: string, waitMs: number, granted: boolean): Promise<void> | undefined {
     if (waitMs <= 0) return undefined;
     const left = this.waiting.get(owner)! - 1;
     if (left > 0) this.waiting.set(owner, left);
@@ -134,7 +134,7 @@ export class RFairLock extends RLock {
     return !granted && left === 0 ? this.leave(owner) : undefined;
   }
 
-  protected override runUnlock(owner: string, latch: string, attempt: number, guard: string): Promise<number | null> {
+  override runUnlock(owner: string, latch: string, attempt: number, guard: string): Promise<number | null> {
     const { connection, latches } = this.core;
     return FAIR_UNLOCK.run(connection, {
       ...this.queueKeys(),

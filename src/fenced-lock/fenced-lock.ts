@@ -1,6 +1,7 @@
 import type { Core } from '../core.js';
 import { auxName } from '../keys.js';
 import { requireLockUnit, RLock, tryLockTimes } from '../lock/lock.js';
+import { acquireForCaller } from '../lock/protocol/caller.js';
 import type { AcquireResult } from '../lock/scripts.js';
 import type { ObjectKind } from '../object-kind.js';
 import type { MetricKind } from '../observe/kinds.js';
@@ -41,7 +42,7 @@ export class RFencedLock extends RLock {
   /** The Redis key of the fencing counter. */
   readonly fenceKey: string;
   protected override readonly kind: ObjectKind = 'fenced-lock';
-  protected override readonly metricKind: MetricKind = 'fenced_lock';
+  override readonly metricKind: MetricKind = 'fenced_lock';
 
   /** @internal Use `LockClient.getFencedLock(name)`. */
   constructor(core: Core, name: string) {
@@ -56,7 +57,7 @@ export class RFencedLock extends RLock {
    */
   async lockAndGetToken(leaseTime?: number, unit?: TimeUnit): Promise<bigint> {
     const lease = leaseTime === undefined ? undefined : leaseMillis(leaseTime, requireLockUnit(unit));
-    const taken = await this.acquireForCaller(Infinity, lease, undefined);
+    const taken = await acquireForCaller(this, Infinity, lease, undefined);
     return taken!.grant.token!;
   }
 
@@ -70,7 +71,7 @@ export class RFencedLock extends RLock {
   tryLockAndGetToken(waitTime: number, leaseTime: number, unit: TimeUnit): Promise<bigint | undefined>;
   async tryLockAndGetToken(waitTime?: number, leaseOrUnit?: number | TimeUnit, unit?: TimeUnit): Promise<bigint | undefined> {
     const [wait, lease] = tryLockTimes(waitTime, leaseOrUnit, unit);
-    const taken = await this.acquireForCaller(wait, lease, undefined);
+    const taken = await acquireForCaller(this, wait, lease, undefined);
     return taken?.grant.token;
   }
 
@@ -85,7 +86,7 @@ export class RFencedLock extends RLock {
     return BigInt((value as string | null) ?? 0);
   }
 
-  protected override runAcquire(owner: string, lease: string, guard: string, held: string): Promise<AcquireResult> {
+  override runAcquire(owner: string, lease: string, guard: string, held: string): Promise<AcquireResult> {
     return FENCED_ACQUIRE.run(this.core.connection, { lock: this.key, fence: this.fenceKey, leaseMs: lease, owner, guard, heldCount: held, kind: this.kind });
   }
 }

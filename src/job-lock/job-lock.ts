@@ -1,6 +1,8 @@
 import { detachedContext, outsideContexts, type LockContext } from '../context.js';
 import { IllegalMonitorStateError, InvalidArgumentError, LockLostError } from '../errors.js';
 import { RLock } from '../lock/lock.js';
+import { acquireForCaller } from '../lock/protocol/caller.js';
+import { unlock } from '../lock/protocol/unlock.js';
 import { refuseUnknown } from '../option-keys.js';
 import { monotonic, setLongTimeout } from '../time.js';
 import { HoldSignal } from '../watchdog/hold.js';
@@ -67,14 +69,14 @@ export type ExclusiveRun<T> =
  */
 export class RJobLock extends RLock {
   protected override readonly kind = 'job-lock';
-  protected override readonly metricKind = 'job_lock';
+  override readonly metricKind = 'job_lock';
 
   /** See `LockClient.runExclusive`. */
   async runExclusive<T>(fn: (signal: AbortSignal) => T | Promise<T>, options: RunExclusiveOptions): Promise<ExclusiveRun<T>> {
     if (typeof fn !== 'function') throw new InvalidArgumentError('fn', 'must be a function');
     const { atMostMs, atLeastMs, watchdog, signal } = checkRunOptions(options);
     signal?.throwIfAborted();
-    const taken = await this.acquireForCaller(0, watchdog ? undefined : atMostMs, signal, detachedContext());
+    const taken = await acquireForCaller(this, 0, watchdog ? undefined : atMostMs, signal, detachedContext());
     if (!taken) return { ran: false };
     const { ctx, grant } = taken;
     const start = grant.sentAt;
@@ -118,7 +120,7 @@ export class RJobLock extends RLock {
     const rest = Math.ceil(start + atLeastMs - monotonic());
     try {
       if (rest <= 0) {
-        await this.unlockAs(ctx, renewed, hold.abortable);
+        await unlock(this, ctx, renewed, hold.abortable);
         return;
       }
       if (renewed) this.core.watchdog.release(this.key, owner);

@@ -16,7 +16,7 @@ export class LeaderLock extends RFencedLock {
   /** The leader channel (`relock:channel:{name}:leader`): `<term> <identity>` at each election. */
   readonly leaderChannel: string;
   protected override readonly kind = 'leader-election';
-  protected override readonly metricKind = 'leader_election';
+  override readonly metricKind = 'leader_election';
 
   constructor(
     core: Core,
@@ -29,7 +29,7 @@ export class LeaderLock extends RFencedLock {
     this.leaderChannel = auxName(core.keyPrefix, 'channel', this.key, 'leader');
   }
 
-  protected override runAcquire(owner: string, lease: string, guard: string, held: string): Promise<AcquireResult> {
+  override runAcquire(owner: string, lease: string, guard: string, held: string): Promise<AcquireResult> {
     const { connection } = this.core;
     return LEADER_ACQUIRE.run(connection, {
       lock: this.key,

@@ -194,12 +194,12 @@ export abstract class GroupLock {
     return call;
   }
 
-  /** Outside a context, throws `ReentryNeedsContextError` when the caller's own earlier acquisition of this object holds it (see `RLock.acquireForCaller`). */
+  /** Outside a context, throws `ReentryNeedsContextError` when the caller's own earlier acquisition of this object holds it (see `acquireForCaller` (lock/protocol/caller.ts)). */
   private refuseReentry(ctxs: readonly LockContext[]): void {
     if (!ctxs[0].detached) return;
     const earlier = newestAcquisition(this);
     if (earlier?.done && this.holder?.ctxs[0] === earlier.owner) {
-      // Noted, so that this task's unlock() never releases a sibling's hold (see RLock.acquireForCaller).
+      // Noted, so that this task's unlock() never releases a sibling's hold (see acquireForCaller in lock/protocol/caller.ts).
       noteRefusal(this, ctxs[0]);
       throw new ReentryNeedsContextError(this.name);
     }

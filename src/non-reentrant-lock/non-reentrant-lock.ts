@@ -57,8 +57,8 @@ const GRANTED: AcquireResult = Object.freeze({ granted: true });
  */
 export class RNonReentrantLock extends RLock {
   protected override readonly kind: ObjectKind = 'non-reentrant-lock';
-  protected override readonly metricKind: MetricKind = 'non_reentrant_lock';
-  protected override readonly renewal: RenewalKind = RENEWAL;
+  override readonly metricKind: MetricKind = 'non_reentrant_lock';
+  override readonly renewal: RenewalKind = RENEWAL;
 
   /** @internal Use `LockClient.getNonReentrantLock(name)`. */
   constructor(core: Core, name: string) {
@@ -72,7 +72,7 @@ export class RNonReentrantLock extends RLock {
    * again). `guard` other than '' (an earlier attempt's reply was lost) adopts a hold of the owner found in
    * the key: that attempt's grant.
    */
-  protected override async runAcquire(owner: string, lease: string, guard: string, held: string): Promise<AcquireResult> {
+  override async runAcquire(owner: string, lease: string, guard: string, held: string): Promise<AcquireResult> {
     const { connection } = this.core;
     if (held !== '0') {
       const [holder, ttl] = await STATE.run(connection, { lock: this.key });
@@ -84,7 +84,7 @@ export class RNonReentrantLock extends RLock {
   }
 
   /** Compare-and-delete (see `UNLOCK` in scripts.ts): 1 when released, nil when the owner does not hold it. */
-  protected override runUnlock(owner: string, latch: string, attempt: number, guard: string): Promise<number | null> {
+  override runUnlock(owner: string, latch: string, attempt: number, guard: string): Promise<number | null> {
     const { connection, latches } = this.core;
     return UNLOCK.run(connection, { lock: this.key, latch, owner, channel: this.channel, publishCommand: connection.publishCommand, latchTtl: latches.ttlArg, retry: attempt > 1 ? '1' : '0', guard });
   }
@@ -95,7 +95,7 @@ export class RNonReentrantLock extends RLock {
   }
 
   /** 1 when `ctx`'s owner holds the lock (the string holds its id), else 0. */
-  protected override async holdCount(ctx: LockContext): Promise<number> {
+  override async holdCount(ctx: LockContext): Promise<number> {
     const [holder] = await this.state();
     return holder === this.ownerOf(ctx) ? 1 : 0;
   }

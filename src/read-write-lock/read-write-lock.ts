@@ -114,10 +114,10 @@ abstract class ReadWriteSide extends RLock {
   /** The Redis key of the holds' leases (ZSET member `<field>:<n>` → deadline, server time in ms). */
   readonly leasesKey: string;
 
-  protected override readonly holdKey: string;
+  override readonly holdKey: string;
   protected override readonly kind = 'read-write-lock';
   /** Each hold has its own lease in the leases set: a `PEXPIRE` of the hash cannot extend one. */
-  protected override readonly extendable: boolean = false;
+  override readonly extendable: boolean = false;
 
   constructor(
     core: Core,
@@ -165,15 +165,15 @@ abstract class ReadWriteSide extends RLock {
   }
 
   /** The context that already holds either side, else the innermost context; none outside any context. */
-  protected override context(): LockContext | undefined {
+  override context(): LockContext | undefined {
     return owningContext(this.shared.readHoldKey, this.shared.writeHoldKey);
   }
 
-  protected override registerHold(owner: string): WatchdogHold {
+  override registerHold(owner: string): WatchdogHold {
     return this.core.watchdog.register(READ_WRITE_RENEWAL, this.name, this.key, owner, this.shared.renewalKeys);
   }
 
-  protected override async runAcquire(owner: string, lease: string, guard: string): Promise<AcquireResult> {
+  override async runAcquire(owner: string, lease: string, guard: string): Promise<AcquireResult> {
     const reply = await RW_ACQUIRE.run(this.core.connection, {
       lock: this.key,
       leases: this.leasesKey,
@@ -188,9 +188,9 @@ abstract class ReadWriteSide extends RLock {
     return reply;
   }
 
-  protected override readonly wakeRule = READ_WRITE_WAKE;
+  override readonly wakeRule = READ_WRITE_WAKE;
 
-  protected override runUnlock(owner: string, latch: string, attempt: number, guard: string): Promise<number | null> {
+  override runUnlock(owner: string, latch: string, attempt: number, guard: string): Promise<number | null> {
     const { connection, latches } = this.core;
     return RW_UNLOCK.run(connection, {
       lock: this.key,
@@ -219,7 +219,7 @@ abstract class ReadWriteSide extends RLock {
  * its own lease; the watchdog renews the holds taken without one.
  */
 export class RReadLock extends ReadWriteSide {
-  protected override readonly metricKind = 'read_lock';
+  override readonly metricKind = 'read_lock';
 
   /** @internal Use `RReadWriteLock.readLock()`. */
   constructor(core: Core, name: string, shared: Shared) {
@@ -243,14 +243,14 @@ export class RReadLock extends ReadWriteSide {
  * whose lease ended or that was force-unlocked; such a hold is no upgrade, as in Redisson).
  */
 export class RWriteLock extends ReadWriteSide {
-  protected override readonly metricKind = 'write_lock';
+  override readonly metricKind = 'write_lock';
 
   /** @internal Use `RReadWriteLock.writeLock()`. */
   constructor(core: Core, name: string, shared: Shared) {
     super(core, name, shared, 'write');
   }
 
-  protected override ownerOf(ctx: LockContext): string {
+  override ownerOf(ctx: LockContext): string {
     return super.ownerOf(ctx) + WRITE_SUFFIX;
   }
 

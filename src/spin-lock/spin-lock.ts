@@ -1,6 +1,6 @@
 import { ExponentialBackoff, pause, resolveBackoff, type BackoffOptions } from '../backoff.js';
 import type { Core } from '../core.js';
-import type { Acquisition, Grant, Refused } from '../lock/lock.js';
+import type { Grant, Refused, Waiter } from '../lock/lock.js';
 import { RLock } from '../lock/lock.js';
 import { laterAttempt, type Attempt } from '../pubsub/wait.js';
 import { monotonic } from '../time.js';
@@ -51,7 +51,7 @@ export class RSpinLock extends RLock {
   /** The backoff settings in use (defaults filled in). */
   readonly backoff: Readonly<Required<SpinLockOptions>>;
   protected override readonly kind = 'spin-lock';
-  protected override readonly metricKind = 'spin_lock';
+  override readonly metricKind = 'spin_lock';
 
   /** @internal Use `LockClient.getSpinLock(name, options)`. */
   constructor(core: Core, name: string, options?: SpinLockOptions) {
@@ -65,15 +65,15 @@ export class RSpinLock extends RLock {
   }
 
   /** No channel: the spin lock waits without pub/sub. */
-  protected override waitChannel(): undefined {
+  override waitChannel(): undefined {
     return undefined;
   }
 
   /** Polls after the refused first attempt `first`: pause `min(backoff, remaining wait, holder's TTL)`, attempt again. */
-  protected override async waitAfter(acq: Acquisition, first: Refused): Promise<Grant | undefined> {
-    const { deadline, signal } = acq;
+  override async waitAfter(waiter: Waiter, first: Refused): Promise<Grant | undefined> {
+    const { deadline, signal } = waiter;
     const backoff = new ExponentialBackoff(this.backoff);
-    for (let result: Attempt<Grant> | undefined = first; ; result = await laterAttempt(this.nextAttempt(acq, undefined))) {
+    for (let result: Attempt<Grant> | undefined = first; ; result = await laterAttempt(waiter.next(undefined))) {
       if (!result) return undefined;
       if (result.acquired) return result.value;
       const left = deadline === undefined ? Infinity : deadline - monotonic();

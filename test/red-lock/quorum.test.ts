@@ -1,5 +1,5 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
-import { LockAcquireTimeoutError, LockLostError, runInContext, type LockClient, type RedLock } from '../../src/index.js';
+import { LockAcquireTimeoutError, LockLostError, runInContext, type LockClient, type RRedLock } from '../../src/index.js';
 import { closeAll, connect, lockClient, uniqueName, waitUntil, type Redis } from '../support/helpers.js';
 import { startRedis, type RedisServer } from '../support/redis.js';
 import { startProxy, type TcpProxy } from '../support/tcp-proxy.js';
@@ -40,7 +40,7 @@ afterAll(async () => {
 function clients(n: number, slow: number[] = [], options: { lockWatchdogTimeout?: number } = {}): LockClient[] {
   return redis.slice(0, n).map((r, i) => lockClient(slow.includes(i) ? viaProxy[i]! : r, { responseTimeout: 2000, ...options }));
 }
-const redLockOf = (nodes: LockClient[], name: string): RedLock => nodes[0]!.getRedLock(...nodes.map((c) => c.getLock(name)));
+const redLockOf = (nodes: LockClient[], name: string): RRedLock => nodes[0]!.getRedLock(...nodes.map((c) => c.getLock(name)));
 
 describe('RedLock: a quorum made impossible by busy nodes is "busy", not "Redis unavailable" (defect 3)', () => {
   it('2 masters, both busy, the second slower: tryLock resolves false, acquire throws LockAcquireTimeoutError', async () => {

@@ -1,5 +1,5 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
-import { IllegalMonitorStateError, InvalidArgumentError, LockLostError, RedisUnavailableError, type LockClient, type RedLock } from '../../src/index.js';
+import { IllegalMonitorStateError, InvalidArgumentError, LockLostError, RedisUnavailableError, type LockClient, type RRedLock } from '../../src/index.js';
 import { nodeTimeout } from '../../src/red-lock/red-lock.js';
 import { closeAll, commandCalls, connect, lockClient, sleep, uniqueName, waitUntil, type Redis } from '../support/helpers.js';
 import { startRedis, type RedisServer } from '../support/redis.js';
@@ -30,7 +30,7 @@ afterAll(async () => {
 function clients(options: { lockWatchdogTimeout?: number } = {}): LockClient[] {
   return redis.map((r) => lockClient(r, { responseTimeout: 500, ...options }));
 }
-function redLockOf(nodes: LockClient[], name: string): RedLock {
+function redLockOf(nodes: LockClient[], name: string): RRedLock {
   return nodes[0]!.getRedLock(...nodes.map((c) => c.getLock(name)));
 }
 async function kill(i: number): Promise<void> {
