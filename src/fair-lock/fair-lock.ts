@@ -61,6 +61,7 @@ export class RFairLock extends RLock {
   /** The acquire scripts of each owner sent and not yet answered (settled when answered or failed). */
   private readonly flying = new Map<string, Set<Promise<unknown>>>();
   protected override readonly kind = 'fair-lock';
+  /** @internal */
   override readonly metricKind = 'fair_lock';
 
   /** @internal Use `LockClient.getFairLock(name)`. */
@@ -75,6 +76,7 @@ export class RFairLock extends RLock {
     return `${this.channel}:${owner}`;
   }
 
+  /** @internal */
   override runAcquire(owner: string, lease: string, guard: string, held: string): Promise<AcquireResult> {
     const { connection, fairLockWaitTimeout } = this.core;
     const sent = FAIR_ACQUIRE.run(connection, {
@@ -110,12 +112,12 @@ export class RFairLock extends RLock {
     if (flying?.size === 0) this.flying.delete(owner);
   }
 
-  /** A waiter listens on its own channel: an unlock wakes only the head of the queue. */
+  /** @internal A waiter listens on its own channel: an unlock wakes only the head of the queue. */
   override waitChannel(owner: string): string {
     return this.waiterChannel(owner);
   }
 
-  /**
+  /** @internal
    * A call that may wait is counted among the owner's waiting calls (the acquire script's `join`) until it
    * ends. One that ends without the lock leaves the queue: awaited when the wait time ran out (so a `false`
    * from `tryLock` means the owner is no longer queued, unless the connection was down, see
@@ -126,6 +128,7 @@ export class RFairLock extends RLock {
     if (waitMs > 0) this.waiting.set(owner, (this.waiting.get(owner) ?? 0) + 1);
   }
 
+  /** @internal */
   override endWait(owner: string, waitMs: number, granted: boolean): Promise<void> | undefined {
     if (waitMs <= 0) return undefined;
     const left = this.waiting.get(owner)! - 1;
@@ -134,6 +137,7 @@ export class RFairLock extends RLock {
     return !granted && left === 0 ? this.leave(owner) : undefined;
   }
 
+  /** @internal */
   override runUnlock(owner: string, latch: string, attempt: number, guard: string): Promise<number | null> {
     const { connection, latches } = this.core;
     return FAIR_UNLOCK.run(connection, {

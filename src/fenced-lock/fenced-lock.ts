@@ -42,6 +42,7 @@ export class RFencedLock extends RLock {
   /** The Redis key of the fencing counter. */
   readonly fenceKey: string;
   protected override readonly kind: ObjectKind = 'fenced-lock';
+  /** @internal */
   override readonly metricKind: MetricKind = 'fenced_lock';
 
   /** @internal Use `LockClient.getFencedLock(name)`. */
@@ -86,6 +87,7 @@ export class RFencedLock extends RLock {
     return BigInt((value as string | null) ?? 0);
   }
 
+  /** @internal */
   override runAcquire(owner: string, lease: string, guard: string, held: string): Promise<AcquireResult> {
     return FENCED_ACQUIRE.run(this.core.connection, { lock: this.key, fence: this.fenceKey, leaseMs: lease, owner, guard, heldCount: held, kind: this.kind });
   }

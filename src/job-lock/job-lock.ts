@@ -69,6 +69,7 @@ export type ExclusiveRun<T> =
  */
 export class RJobLock extends RLock {
   protected override readonly kind = 'job-lock';
+  /** @internal */
   override readonly metricKind = 'job_lock';
 
   /** See `LockClient.runExclusive`. */

@@ -16,6 +16,7 @@ export class LeaderLock extends RFencedLock {
   /** The leader channel (`relock:channel:{name}:leader`): `<term> <identity>` at each election. */
   readonly leaderChannel: string;
   protected override readonly kind = 'leader-election';
+  /** @internal */
   override readonly metricKind = 'leader_election';
 
   constructor(
@@ -29,6 +30,7 @@ export class LeaderLock extends RFencedLock {
     this.leaderChannel = auxName(core.keyPrefix, 'channel', this.key, 'leader');
   }
 
+  /** @internal */
   override runAcquire(owner: string, lease: string, guard: string, held: string): Promise<AcquireResult> {
     const { connection } = this.core;
     return LEADER_ACQUIRE.run(connection, {

@@ -13,7 +13,7 @@ import { ACQUIRE_OPTION_KEYS, checkIdentifier, requireLockUnit, tryLockTimes, ty
 import { acquire } from './protocol/acquire.js';
 import { acquireForCaller, countedOwner, unlockForCaller } from './protocol/caller.js';
 import { handleOf, setLease, takeOver } from './protocol/handle.js';
-import type { Grant, LockHooks, Refused, Waiter } from './protocol/hooks.js';
+import type { Grant, Refused, Waiter } from './protocol/hooks.js';
 import { abandonOwner } from './protocol/undo.js';
 import { unlock } from './protocol/unlock.js';
 import { waitOnChannel } from './protocol/wait.js';
@@ -62,6 +62,9 @@ export interface MemberSteps {
 /** The renewal kind of every hash-based exclusive lock (RLock, fenced, spin). */
 export const LOCK_RENEWAL: RenewalKind = { script: RENEW, keysPerHold: 1 };
 
+// An RLock is the engine's `LockHooks` (src/lock/protocol/hooks.ts): it passes itself to the engine's
+// functions, whose parameters check that shape; no `implements`, which would put the internal interface
+// in the API reference.
 /**
  * A reentrant distributed lock with Redisson's `RLock` semantics.
  *
@@ -88,7 +91,7 @@ export const LOCK_RENEWAL: RenewalKind = { script: RENEW, keysPerHold: 1 };
  * `getHoldCount()` and `isHeldByCurrentContext()` outside a context count the hold of that newest
  * acquisition. Create lock objects with `LockClient.getLock(name)`; each call returns a new object.
  */
-export class RLock implements LockHooks {
+export class RLock {
   /** The Redis key of the lock hash. */
   readonly key: string;
   /** The channel name once made (see `channel`). */

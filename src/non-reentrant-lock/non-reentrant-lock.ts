@@ -57,7 +57,9 @@ const GRANTED: AcquireResult = Object.freeze({ granted: true });
  */
 export class RNonReentrantLock extends RLock {
   protected override readonly kind: ObjectKind = 'non-reentrant-lock';
+  /** @internal */
   override readonly metricKind: MetricKind = 'non_reentrant_lock';
+  /** @internal */
   override readonly renewal: RenewalKind = RENEWAL;
 
   /** @internal Use `LockClient.getNonReentrantLock(name)`. */
@@ -65,7 +67,7 @@ export class RNonReentrantLock extends RLock {
     super(core, name);
   }
 
-  /**
+  /** @internal
    * One acquire attempt: `SET NX PX GET`. `held` other than '0' (the owner holds the lock as this client
    * knows it: a second acquisition in a context) writes nothing: it reads the holder and answers busy like
    * for any other owner, or `'lost'` when the key is gone (the client then forgets the ended hold and asks
@@ -83,7 +85,7 @@ export class RNonReentrantLock extends RLock {
     return busy(Number(await connection.send(this.key, ['PTTL', this.key])));
   }
 
-  /** Compare-and-delete (see `UNLOCK` in scripts.ts): 1 when released, nil when the owner does not hold it. */
+  /** @internal Compare-and-delete (see `UNLOCK` in scripts.ts): 1 when released, nil when the owner does not hold it. */
   override runUnlock(owner: string, latch: string, attempt: number, guard: string): Promise<number | null> {
     const { connection, latches } = this.core;
     return UNLOCK.run(connection, { lock: this.key, latch, owner, channel: this.channel, publishCommand: connection.publishCommand, latchTtl: latches.ttlArg, retry: attempt > 1 ? '1' : '0', guard });
@@ -94,7 +96,7 @@ export class RNonReentrantLock extends RLock {
     return FORCE_UNLOCK.run(this.core.connection, { lock: this.key, channel: this.channel, publishCommand: this.core.connection.publishCommand });
   }
 
-  /** 1 when `ctx`'s owner holds the lock (the string holds its id), else 0. */
+  /** @internal 1 when `ctx`'s owner holds the lock (the string holds its id), else 0. */
   override async holdCount(ctx: LockContext): Promise<number> {
     const [holder] = await this.state();
     return holder === this.ownerOf(ctx) ? 1 : 0;

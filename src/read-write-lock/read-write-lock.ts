@@ -114,9 +114,10 @@ abstract class ReadWriteSide extends RLock {
   /** The Redis key of the holds' leases (ZSET member `<field>:<n>` → deadline, server time in ms). */
   readonly leasesKey: string;
 
+  /** @internal */
   override readonly holdKey: string;
   protected override readonly kind = 'read-write-lock';
-  /** Each hold has its own lease in the leases set: a `PEXPIRE` of the hash cannot extend one. */
+  /** @internal Each hold has its own lease in the leases set: a `PEXPIRE` of the hash cannot extend one. */
   override readonly extendable: boolean = false;
 
   constructor(
@@ -164,15 +165,17 @@ abstract class ReadWriteSide extends RLock {
     return deleted;
   }
 
-  /** The context that already holds either side, else the innermost context; none outside any context. */
+  /** @internal The context that already holds either side, else the innermost context; none outside any context. */
   override context(): LockContext | undefined {
     return owningContext(this.shared.readHoldKey, this.shared.writeHoldKey);
   }
 
+  /** @internal */
   override registerHold(owner: string): WatchdogHold {
     return this.core.watchdog.register(READ_WRITE_RENEWAL, this.name, this.key, owner, this.shared.renewalKeys);
   }
 
+  /** @internal */
   override async runAcquire(owner: string, lease: string, guard: string): Promise<AcquireResult> {
     const reply = await RW_ACQUIRE.run(this.core.connection, {
       lock: this.key,
@@ -188,8 +191,10 @@ abstract class ReadWriteSide extends RLock {
     return reply;
   }
 
+  /** @internal */
   override readonly wakeRule = READ_WRITE_WAKE;
 
+  /** @internal */
   override runUnlock(owner: string, latch: string, attempt: number, guard: string): Promise<number | null> {
     const { connection, latches } = this.core;
     return RW_UNLOCK.run(connection, {
@@ -219,6 +224,7 @@ abstract class ReadWriteSide extends RLock {
  * its own lease; the watchdog renews the holds taken without one.
  */
 export class RReadLock extends ReadWriteSide {
+  /** @internal */
   override readonly metricKind = 'read_lock';
 
   /** @internal Use `RReadWriteLock.readLock()`. */
@@ -243,6 +249,7 @@ export class RReadLock extends ReadWriteSide {
  * whose lease ended or that was force-unlocked; such a hold is no upgrade, as in Redisson).
  */
 export class RWriteLock extends ReadWriteSide {
+  /** @internal */
   override readonly metricKind = 'write_lock';
 
   /** @internal Use `RReadWriteLock.writeLock()`. */
@@ -250,6 +257,7 @@ export class RWriteLock extends ReadWriteSide {
     super(core, name, shared, 'write');
   }
 
+  /** @internal */
   override ownerOf(ctx: LockContext): string {
     return super.ownerOf(ctx) + WRITE_SUFFIX;
   }

@@ -51,6 +51,7 @@ export class RSpinLock extends RLock {
   /** The backoff settings in use (defaults filled in). */
   readonly backoff: Readonly<Required<SpinLockOptions>>;
   protected override readonly kind = 'spin-lock';
+  /** @internal */
   override readonly metricKind = 'spin_lock';
 
   /** @internal Use `LockClient.getSpinLock(name, options)`. */
@@ -64,12 +65,12 @@ export class RSpinLock extends RLock {
     return '';
   }
 
-  /** No channel: the spin lock waits without pub/sub. */
+  /** @internal No channel: the spin lock waits without pub/sub. */
   override waitChannel(): undefined {
     return undefined;
   }
 
-  /** Polls after the refused first attempt `first`: pause `min(backoff, remaining wait, holder's TTL)`, attempt again. */
+  /** @internal Polls after the refused first attempt `first`: pause `min(backoff, remaining wait, holder's TTL)`, attempt again. */
   override async waitAfter(waiter: Waiter, first: Refused): Promise<Grant | undefined> {
     const { deadline, signal } = waiter;
     const backoff = new ExponentialBackoff(this.backoff);
