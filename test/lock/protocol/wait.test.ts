@@ -77,10 +77,11 @@ describe('waitOnChannel (protocol/wait.ts)', () => {
     const waiter = waiterOf(hooks, newContext(), 10_000);
     const started = performance.now();
     // Granted long before the wait time ends, though nobody publishes: the timer on the holder's TTL woke it
-    // (on a loaded machine the subscription may come late, and the waiter polls until then).
+    // (on a loaded machine the subscription may come late: it is waited for no longer than that TTL, and
+    // the waiter polls until it is live).
     expect(await waitOnChannel(hooks, waiter, first)).toBeDefined();
     expect(performance.now() - started).toBeLessThan(5000);
-    expect(waiter.wakes.length).toBeGreaterThanOrEqual(2);
+    expect(waiter.wakes.length).toBeGreaterThan(0);
     expect(waiter.wakes).not.toContain('message');
     await env.redis.del(hooks.key);
   });
