@@ -21,14 +21,14 @@ describe('handleOf (protocol/handle.ts)', () => {
   it("a leased grant's handle: its signal follows the lease, extend() sets a new one in Redis, release() frees the key", async () => {
     const hooks = newLock();
     const ctx = newContext();
-    const taken = await acquire(hooks, ctx, 0, 200, undefined);
-    const handle = handleOf(hooks, ctx, taken!.grant, 200);
+    const taken = await acquire(hooks, ctx, 0, 1000, undefined);
+    const handle = handleOf(hooks, ctx, taken!.grant, 1000);
     expect(handle.owner).toBe(hooks.ownerOf(ctx));
-    expect(handle.leaseTime).toBe(200);
+    expect(handle.leaseTime).toBe(1000);
     await handle.extend(20, 'seconds');
     expect(await env.redis.pTTL(hooks.key)).toBeGreaterThan(15_000);
     // The first lease's end passes: the signal follows the new lease now.
-    await waitUntil(() => performance.now() > taken!.grant.sentAt + 400, 2000, 10, 'the first lease to pass');
+    await waitUntil(() => performance.now() > taken!.grant.sentAt + 1200, 3000, 10, 'the first lease to pass');
     expect(handle.signal.aborted).toBe(false);
     await handle.release();
     expect(await env.redis.exists(hooks.key)).toBe(0);
