@@ -537,7 +537,7 @@ export const CATALOGUE: readonly CatalogueEntry[] = [
     find: 'clientKeyPrefix: ownsClient ? undefined : client.options?.keyPrefix || undefined,',
     replace: 'clientKeyPrefix: undefined,',
     tests: [IOREDIS],
-    pattern: '^ioredis traits keyPrefix',
+    pattern: '^ioredis \\d traits keyPrefix',
   },
   {
     id: 'ioredis-prefix-once',
@@ -546,7 +546,7 @@ export const CATALOGUE: readonly CatalogueEntry[] = [
     find: "client.duplicate({ keyPrefix: '', autoResendUnfulfilledCommands: false, disconnectTimeout: OWNED_DISCONNECT_TIMEOUT_MS })",
     replace: 'client.duplicate({ autoResendUnfulfilledCommands: false, disconnectTimeout: OWNED_DISCONNECT_TIMEOUT_MS })',
     tests: [IOREDIS],
-    pattern: '^ioredis traits keyPrefix',
+    pattern: '^ioredis \\d traits keyPrefix',
   },
   {
     id: 'lost-channel',
@@ -581,7 +581,7 @@ export const CATALOGUE: readonly CatalogueEntry[] = [
     find: 'await sub.ready();\n      await sub.client.subscribe(channel);',
     replace: 'await sub.client.subscribe(channel);',
     tests: ['test/clients/ioredis-traits.test.ts'],
-    pattern: '^ioredis traits a channel subscribed while',
+    pattern: '^ioredis \\d traits a channel subscribed while',
   },
   {
     id: 'task-own-unlock',
