@@ -11,7 +11,7 @@ import { waitUntil } from './helpers.js';
 
 const run = promisify(execFile);
 
-const newCluster = (url: string) => createCluster({ rootNodes: [{ url }] });
+const newCluster = (url: string, password?: string) => createCluster({ rootNodes: [{ url }], defaults: { password } });
 /** The node-redis cluster client type these tests use. */
 export type ClusterClient = ReturnType<typeof newCluster>;
 
@@ -35,7 +35,15 @@ export interface RedisClusterHandle {
   stop(): Promise<void>;
 }
 
-export async function startCluster(): Promise<RedisClusterHandle> {
+export interface ClusterOptions {
+  /** Every node needs this password (`requirepass`, `masterauth` for its replication); the handle's clients send it. */
+  password?: string;
+}
+
+/** Starts the six nodes, forms the Cluster and waits until every node reports all slots served. */
+export async function startCluster(options: ClusterOptions = {}): Promise<RedisClusterHandle> {
+  const { password } = options;
+  const auth = password === undefined ? [] : ['--requirepass', password, '--masterauth', password];
   const ports: number[] = [];
   while (ports.length < 6) {
     const port = await freeClusterPort();
@@ -43,15 +51,16 @@ export async function startCluster(): Promise<RedisClusterHandle> {
   }
   const servers = await Promise.all(
     ports.map((port) =>
-      startRedis({ controllable: true, port, args: ['--cluster-enabled', 'yes', '--cluster-config-file', 'nodes.conf', '--cluster-node-timeout', '2000', '--repl-diskless-sync-delay', '0'] }),
+      startRedis({ controllable: true, port, args: ['--cluster-enabled', 'yes', '--cluster-config-file', 'nodes.conf', '--cluster-node-timeout', '2000', '--repl-diskless-sync-delay', '0', ...auth] }),
     ),
   );
   const nodes = servers.map((server) => ({ server, port: server.port }));
   const clients: Array<{ close(): Promise<unknown> }> = [];
   try {
-    await run(CLI_BIN, ['--cluster', 'create', ...nodes.map((n) => `127.0.0.1:${n.port}`), '--cluster-replicas', '1', '--cluster-yes']);
+    const cliAuth = password === undefined ? [] : ['-a', password, '--no-auth-warning'];
+    await run(CLI_BIN, [...cliAuth, '--cluster', 'create', ...nodes.map((n) => `127.0.0.1:${n.port}`), '--cluster-replicas', '1', '--cluster-yes']);
     const command = async (node: ClusterNode, args: string[]): Promise<unknown> => {
-      const client = createClient({ url: node.server.url });
+      const client = createClient({ url: node.server.url, password });
       client.on('error', () => {});
       await client.connect();
       try {
@@ -86,7 +95,7 @@ export async function startCluster(): Promise<RedisClusterHandle> {
       nodes,
       rootNodes: nodes.map((n) => ({ url: n.server.url })),
       async connect() {
-        const cluster = newCluster(nodes[0]!.server.url);
+        const cluster = newCluster(nodes[0]!.server.url, password);
         cluster.on('error', () => {});
         await cluster.connect();
         clients.push(cluster);
