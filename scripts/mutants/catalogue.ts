@@ -703,6 +703,15 @@ export const CATALOGUE: readonly CatalogueEntry[] = [
     pattern: '^faults on Valkey GLIDE a (Redis restart mid-hold|waiter parked across a Redis restart)',
   },
   {
+    id: 'glide-inflight-gate',
+    mechanism: "relock's commands on a GLIDE client wait for a slot under its inflightRequestsLimit instead of being refused past it: a burst of calls is queued, not failed",
+    file: 'src/redis/clients/glide.ts',
+    find: '    return slot === undefined ? sendNow(args, key) : slot.then(() => sendNow(args, key));',
+    replace: '    if (slot) gate.leave();\n    return sendNow(args, key);',
+    tests: ['test/clients/glide-traits.test.ts'],
+    pattern: "inflightRequestsLimit waits for free slots",
+  },
+  {
     id: 'closed-client-wakes-waiters',
     mechanism: "a user's client closed by its owner wakes every waiter, which rejects with ClientClosedError at once (not at its fallback timer)",
     file: 'src/pubsub/channels.ts',

@@ -244,7 +244,22 @@ describe('GLIDE reconnects', () => {
     }
   });
 
-  it("past the client's inflightRequestsLimit a call is retried, not failed (GLIDE refuses it unsent); many retrying at once print no MaxListenersExceededWarning", async () => {
+  it("a burst of relock calls past the client's inflightRequestsLimit waits for free slots: none is refused, even with no retries", async () => {
+    const glide = await GlideClient.createClient({ addresses: [{ host: env.server.host, port: env.server.port }], inflightRequestsLimit: 2 });
+    try {
+      const client = createLockClient({ redis: glide, retry: { retries: 0 } });
+      const locks = Array.from({ length: 200 }, () => client.getLock(newName()));
+      const results = await Promise.allSettled(locks.map((lock) => lock.tryLock(0, 10, 'seconds')));
+      expect(results.filter((r) => r.status === 'rejected')).toEqual([]);
+      expect(results.filter((r) => r.status === 'fulfilled' && r.value)).toHaveLength(200);
+      expect(await Promise.all(locks.map((lock) => lock.forceUnlock()))).toEqual(locks.map(() => true));
+      await client.shutdown();
+    } finally {
+      glide.close();
+    }
+  });
+
+  it("past the client's inflightRequestsLimit filled by the user's own commands, a call is retried, not failed (GLIDE refuses it unsent); many retrying at once print no MaxListenersExceededWarning", async () => {
     // A process of its own: Node prints the warning to the stderr of the process whose signal got the
     // listeners (a jest sandbox's `process` does not see the worker's real warnings).
     const worker = new Worker('retry-worker', { host: env.server.host, port: env.server.port, calls: 40 });

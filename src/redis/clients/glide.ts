@@ -34,6 +34,10 @@
  *   slow reply costs one early renewal round) and a later one succeeded, and when its subscriber's
  *   confirmed subscriptions fell short of the wanted ones and came back (checked every second while it
  *   has subscriptions).
+ * - In-flight limit: GLIDE refuses a request past its `inflightRequestsLimit` (1,000 by default) unsent.
+ *   relock keeps its own commands within that limit (`InFlightGate`): past it they wait for a slot in
+ *   arrival order, so a burst of relock calls is never refused; a refusal the user's own commands cause
+ *   is retried as transient.
  * - The user's `close()`: seen within `WATCH_MS` (`isClosed`); relock then wakes its waiters, whose
  *   next attempt fails with `ClientClosedError` (GLIDE's `ClosingError`), and closes its subscriber.
  * - `close()` closes relock's subscriber and leaves the user's client open.
@@ -41,6 +45,7 @@
 import { ClientClosedError } from '../../errors.js';
 import { outsideContexts } from '../../context.js';
 import { ResponseTimeoutError } from '../failures.js';
+import { InFlightGate } from './inflight-gate.js';
 import { has, Notifier, Once, requireMethods, type ClientAdapter, type Connection, type ErrorSink, type MessageListener } from '../connection.js';
 
 /** A GLIDE pub/sub message as the subscriber's callback gets it. */
@@ -55,9 +60,13 @@ type CommandOptions = { route?: { type: 'primarySlotKey'; key: string }; decoder
  * created with `defaultDecoder: Decoder.Bytes` still answers relock with strings.
  */
 const STRING_DECODER = 1;
+/** GLIDE's default `inflightRequestsLimit`, for a client that does not show its own. */
+const DEFAULT_INFLIGHT_LIMIT = 1000;
 /** The members of `GlideClient` / `GlideClusterClient` relock uses. */
 interface GlideLike {
   customCommand(args: string[], options?: CommandOptions): Promise<unknown>;
+  /** The most requests the client keeps in flight (its `inflightRequestsLimit` option); it refuses more. */
+  readonly inflightRequestsLimit?: number;
   close(errorMessage?: string): void;
   subscribe?(channels: Iterable<string>, timeoutMs: number): Promise<void>;
   unsubscribe?(channels: Iterable<string> | null, timeoutMs: number): Promise<void>;
@@ -103,11 +112,25 @@ function glideConnection(user: GlideLike, clustered: boolean, onError: ErrorSink
   const reconnected = new Notifier();
   const closed = new Once();
   let dropped = false;
+  // relock's commands wait for a slot under the client's own limit instead of being refused past it.
+  const gate = new InFlightGate(user.inflightRequestsLimit ?? DEFAULT_INFLIGHT_LIMIT);
   const run = (args: readonly string[], key: string | undefined): Promise<unknown> => {
+    const slot = gate.enter();
+    return slot === undefined ? sendNow(args, key) : slot.then(() => sendNow(args, key));
+  };
+  /** Sends `args` (routed by `key` on a cluster) holding a slot of `gate`, given back once it settles. */
+  const sendNow = (args: readonly string[], key: string | undefined): Promise<unknown> => {
     const command = [...args];
-    const reply = user.customCommand(command, clustered && key !== undefined ? { route: { type: 'primarySlotKey', key }, decoder: STRING_DECODER } : { decoder: STRING_DECODER });
+    let reply: Promise<unknown>;
+    try {
+      reply = user.customCommand(command, clustered && key !== undefined ? { route: { type: 'primarySlotKey', key }, decoder: STRING_DECODER } : { decoder: STRING_DECODER });
+    } catch (error) {
+      gate.leave();
+      return Promise.reject(glideError(error));
+    }
     return reply.then(
       (value) => {
+        gate.leave();
         if (dropped) {
           dropped = false;
           reconnected.notify();
@@ -115,6 +138,7 @@ function glideConnection(user: GlideLike, clustered: boolean, onError: ErrorSink
         return flatten(value);
       },
       (error: unknown) => {
+        gate.leave();
         // While GLIDE reconnects, commands fail with ConnectionError or wait out requestTimeout
         // (TimeoutError): either may mean a dropped connection, so the next success reports a reconnect.
         const kind = (error as Error | null)?.constructor?.name;
