@@ -84,6 +84,19 @@ describe('bench adapters', () => {
     expect(after).toEqual(held.map(() => 0));
   });
 
+  it('hold(): a hold taken in one task is released from another, as scenario 8 does (relock refuses a contextless unlock there)', async () => {
+    for (const a of renewing.list.filter((x) => x.hold)) {
+      const name = uniqueName(`hold-task-${a.impl}`);
+      // Taken after an await in a task of its own: the caller never sees that task's context.
+      const release = await (async () => {
+        await sleep(1);
+        return a.hold!(name);
+      })();
+      await release();
+      expect(await redis.exists(a.impl.startsWith('redis-semaphore') ? `mutex:${name}` : name)).toBe(0);
+    }
+  });
+
   it('semaphores admit as many tasks as there are permits; relock says why when it has none in this build', async () => {
     const relock = adapters.get('relock');
     if (!relock.semaphore) expect(relock.semaphoreMissing).toMatch(/getSemaphore/);

@@ -16,7 +16,7 @@ type WithSemaphore = LockClient & { getSemaphore?: (name: string) => RSemaphoreA
 /**
  * relock on the given client (node-redis for `relock` and `relock-base`, the shared ioredis one for
  * `relock-ioredis`, a GlideClient for `relock-glide`), defaults except `lockWatchdogTimeout` when `leaseMs` is set. Mutexes use `lock()` /
- * `unlock()` (watchdog mode), one RLock object (one owner) per task (`non-reentrant`: one
+ * `unlock()` (watchdog mode; `hold` releases by `forceUnlock`, see there), one RLock object (one owner) per task (`non-reentrant`: one
  * `getNonReentrantLock` object, the same calls). `lib`: the relock module to use
  * (the built package by default, see `relockLibrary`; `relock-base`: another source tree's, see `openAdapters`).
  */
@@ -40,7 +40,10 @@ export function relockAdapter(redis: object, options: AdapterOptions, impl: Extr
     async hold(name) {
       const lock = getLock(name);
       await lock.lock();
-      return () => lock.unlock();
+      // The caller releases from another task than the one that locked (scenario 8's 256 taking tasks,
+      // released together after the heap was measured), and relock refuses a contextless unlock() there
+      // (OwnerUnknownError, issue 27): cleanup by forceUnlock, which deletes the lock and stops its renewals.
+      return async () => void (await lock.forceUnlock());
     },
     async handleHold(name) {
       const handle = await getLock(name).acquire();
