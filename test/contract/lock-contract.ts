@@ -251,47 +251,61 @@ function contract(topology: () => Topology, v: LockVariant): void {
   it("renewal checks the owner: after A's key is deleted and B takes the lock, A's next renewal reports lockLost within one interval and leaves B's TTL alone", async () => {
     const { client, redis } = topology();
     // 1,200 ms (a renewal every 400 ms): with 600 ms, A's hold was lost before its first renewal twice in
-    // loaded Cluster runs on 2 cores (the wait below timed out); the losses are named if it happens again.
+    // loaded Cluster runs on 2 cores (the wait below timed out). A round in which A lost its hold before B
+    // took the lock (`renewal-late`: a renewal's reply came after A's local deadline, seen once more in a
+    // loaded CI run on an ioredis 6 Cluster) says nothing of the owner check: it is repeated, up to 3 rounds.
     const watchdogMs = 1200;
-    const a = client({ lockWatchdogTimeout: watchdogMs });
-    const b = client();
-    const name = newName();
-    const losses: string[] = [];
-    a.on('lockLost', (event) => losses.push(`${event.reason}: ${String((event.error.cause as Error | undefined)?.message)}`));
-    const lost = new Promise<LockLostEvent>((resolve) => a.once('lockLost', resolve));
-    const heldByA = await v.of(a, name).acquire();
-    const key = v.of(a, name).key;
-    // Start right after one of A's renewals went through (its TTL jumps back up), so that the next one
-    // runs only after B took the lock.
-    let last = await redis.pTTL(key);
-    await waitUntil(
-      async () => {
-        const now = await redis.pTTL(key);
-        const renewed = now > last + 30;
-        last = now;
-        return renewed;
-      },
-      5000,
-      5,
-      "A's renewal",
-    ).catch((error: unknown) => {
-      throw new Error(`${(error as Error).message}; A's losses before B took the lock: ${JSON.stringify(losses)}`);
-    });
-    await redis.del(key);
-    const heldByB = await v.of(b, name).acquire({ waitTime: 0, leaseTime: 10_000 , unit: 'ms' });
-    const tookAt = performance.now();
-    const ttlAtTake = await redis.pTTL(key);
-    const event = await Promise.race([lost, sleep(watchdogMs / 3 + 500).then(() => undefined)]);
-    const elapsed = performance.now() - tookAt;
-    expect(event).toMatchObject({ name, reason: 'expired' });
-    expect(elapsed).toBeLessThan(watchdogMs / 3 + 500);
-    expect(heldByA.signal.aborted).toBe(true);
-    const ttl = await redis.pTTL(key);
-    const since = performance.now() - tookAt;
-    expect(ttl).toBeLessThanOrEqual(ttlAtTake);
-    expect(ttl).toBeGreaterThan(ttlAtTake - since - 100);
-    expect(await holdOf(redis, key, heldByB.owner, v)).toBe('1');
-    await heldByB.release();
+    for (let round = 1; ; round++) {
+      const a = client({ lockWatchdogTimeout: watchdogMs });
+      const b = client();
+      const name = newName();
+      const losses: string[] = [];
+      a.on('lockLost', (event) => losses.push(`${event.reason}: ${String((event.error.cause as Error | undefined)?.message)}`));
+      const lost = new Promise<LockLostEvent>((resolve) => a.once('lockLost', resolve));
+      const heldByA = await v.of(a, name).acquire();
+      const key = v.of(a, name).key;
+      // Start right after one of A's renewals went through (its TTL jumps back up), so that the next one
+      // runs only after B took the lock.
+      let last = await redis.pTTL(key);
+      const renewed = await waitUntil(
+        async () => {
+          const now = await redis.pTTL(key);
+          const up = now > last + 30;
+          last = now;
+          return up;
+        },
+        5000,
+        5,
+        "A's renewal",
+      ).then(
+        () => true,
+        (error: unknown) => {
+          if (losses.length === 0 || round >= 3) throw new Error(`${(error as Error).message}; A's losses before B took the lock: ${JSON.stringify(losses)}`);
+          return false;
+        },
+      );
+      if (!renewed || losses.length > 0) {
+        if (round >= 3) throw new Error(`A lost its hold before B took the lock in 3 rounds: ${JSON.stringify(losses)}`);
+        await a.shutdown();
+        continue;
+      }
+      await redis.del(key);
+      const heldByB = await v.of(b, name).acquire({ waitTime: 0, leaseTime: 10_000 , unit: 'ms' });
+      const tookAt = performance.now();
+      const ttlAtTake = await redis.pTTL(key);
+      const event = await Promise.race([lost, sleep(watchdogMs / 3 + 500).then(() => undefined)]);
+      const elapsed = performance.now() - tookAt;
+      expect(event).toMatchObject({ name, reason: 'expired' });
+      expect(elapsed).toBeLessThan(watchdogMs / 3 + 500);
+      expect(heldByA.signal.aborted).toBe(true);
+      const ttl = await redis.pTTL(key);
+      const since = performance.now() - tookAt;
+      expect(ttl).toBeLessThanOrEqual(ttlAtTake);
+      expect(ttl).toBeGreaterThan(ttlAtTake - since - 100);
+      expect(await holdOf(redis, key, heldByB.owner, v)).toBe('1');
+      await heldByB.release();
+      return;
+    }
   });
 
   if (!v.polls) {
