@@ -6,8 +6,9 @@
  * per-test coverage cannot see: every mutant of src/cli/ that only they reach counts as "not covered" in
  * `npm run mutation-score`. The cases here check, in-process, the output those suites check from outside:
  * `inspect`'s text and JSON (holders with their hold counts, a missing key, a fair lock's queue, channels,
- * foreign data), `list`'s footer on the application's integer keys and a lone `[` in a pattern, `watch`'s
- * text lines (a name with no object yet, a latch's count), and the command line's precedence
+ * foreign data, the no-TTL warning, a free read-write lock), `list`'s footer on the application's integer
+ * keys and a lone `[` in a pattern, its summary of a non-reentrant lock, `top`'s first refresh (no rate
+ * yet), `watch`'s text lines (a name with no object yet, a latch's count), and the command line's precedence
  * (`--url` over `REDIS_URL`, which wins over the default; `--type` choices).
  */
 import { afterEach, beforeAll, describe, expect, it, jest } from '@jest/globals';
@@ -131,6 +132,24 @@ describe('relock inspect, in-process', () => {
     await taken.release();
   });
 
+  it('warns on stderr about a lock key without TTL (PERSISTed after the acquisition)', async () => {
+    const lock = lockClient(redis).getLock(uniqueName('inproc-nottl'));
+    const handle = await lock.acquire({ leaseMs: 60_000 });
+    await redis.persist(lock.key);
+    const result = await relock('inspect', lock.name, '--url', server.url);
+    expect(result.code).toBe(0);
+    expect(result.stdout).toMatch(/^ {2}TTL {8}no TTL$/m);
+    expect(result.stderr).toMatch(new RegExp(`^warning: ${lock.key} has no TTL: relock always sets one, so something else wrote or changed it; `, 'm'));
+    await handle.release();
+  });
+
+  it('shows a free read-write lock (--type read-write-lock, no key) as `mode free` with holders `none`', async () => {
+    const rw = lockClient(redis).getReadWriteLock(uniqueName('inproc-rw-free'));
+    const text = await ok('inspect', rw.name, '--type', 'read-write-lock');
+    expect(text).toMatch(/^ {2}mode {7}free$/m);
+    expect(text).toMatch(/^ {2}holders {4}none$/m);
+  });
+
   it('refuses a key holding data of a type no relock object uses, with exit code 3', async () => {
     const name = uniqueName('inproc-foreign');
     await redis.rPush(name, 'x');
@@ -154,6 +173,26 @@ describe('relock list, in-process', () => {
     expect(listed.objects.map((o) => o.name)).toEqual(['a[b']);
     const none = JSON.parse(await ok('list', 'a[c', '--json', '--prefix', prefix)) as { objects: unknown[] };
     expect(none.objects).toEqual([]);
+    await held.release();
+  });
+});
+
+describe('relock list and top, in-process', () => {
+  it("summarises a held non-reentrant lock as `held by <owner>`", async () => {
+    const prefix = `inproc-nr-${randomBytes(4).toString('hex')}:`;
+    const lock = lockClient(redis, { keyPrefix: prefix }).getNonReentrantLock('mine');
+    const held = await lock.acquire({ leaseMs: 30_000 });
+    const text = await ok('list', '--prefix', prefix);
+    expect(text).toMatch(new RegExp(`^non-reentrant-lock {3}mine {3}\\d\\d\\.\\d s {3}held by ${held.owner}$`, 'm'));
+    await held.release();
+  });
+
+  it('shows no acquisition rate (`-`) on the first refresh of top, even for a held lock', async () => {
+    const prefix = `inproc-top-${randomBytes(4).toString('hex')}:`;
+    const held = await lockClient(redis, { keyPrefix: prefix }).getLock('busy').acquire({ leaseMs: 30_000 });
+    const lines = (await ok('top', '--count', '1', '--prefix', prefix)).trimEnd().split('\n');
+    expect(lines[1]).toMatch(/^TYPE {3}NAME {3}HOLDERS {3}WAITERS {3}TTL {6}ACQ\/S$/);
+    expect(lines[2]).toMatch(/^lock {3}busy {3}1 {9}0 {9}\d\d\.\d s {3}-$/);
     await held.release();
   });
 });
