@@ -78,6 +78,30 @@ describe('createLockClient', () => {
     expect(() => createLockClient({ url: 42 as never })).toThrow(/url.*string/);
   });
 
+  it('refuses retry.randomize that is not a boolean, naming it and saying it must be a boolean, before opening anything', async () => {
+    // Sockets and timers of this process by kind (others may close meanwhile; none may open).
+    const opened = (): Record<string, number> => {
+      const counts: Record<string, number> = { TCPSocketWrap: 0, TCPConnectWrap: 0, Timeout: 0 };
+      for (const resource of process.getActiveResourcesInfo()) if (resource in counts) counts[resource]!++;
+      return counts;
+    };
+    const connections = (await redis.clientList()).length;
+    const before = opened();
+    let error: unknown;
+    try {
+      urlClient({ url: server.url, retry: { randomize: 'yes' as never } });
+    } catch (e) {
+      error = e;
+    }
+    expect(error).toBeInstanceOf(InvalidArgumentError);
+    expect([(error as InvalidArgumentError).argument, (error as Error).message]).toEqual(['retry.randomize', 'invalid retry.randomize: must be a boolean']);
+    // No connection, socket or timer was opened for the refused client.
+    expect(urlClients).toEqual([]);
+    const after = opened();
+    for (const kind of Object.keys(before)) expect([kind, after[kind]! <= before[kind]!]).toEqual([kind, true]);
+    expect((await redis.clientList()).length).toBeLessThanOrEqual(connections);
+  });
+
   it('after shutdown(): no leftover keys, subscriptions or timers, and the user\'s client stays open', async () => {
     const timers = activeTimers();
     const prefix = `${uniqueName('hyg')}:`;

@@ -9,7 +9,7 @@ import { afterEach, describe, expect, it } from '@jest/globals';
 import { Redis as Redis5, type RedisOptions } from 'ioredis';
 import { Redis as Redis6 } from 'ioredis-v6';
 import { createLockClient, type LockClient } from '../../src/index.js';
-import { ioredis as ioredisAdapter } from '../../src/redis/clients/ioredis.js';
+import { ioredis as ioredisAdapter, ioredisUrlConnection } from '../../src/redis/clients/ioredis.js';
 import type { Connection } from '../../src/redis/connection.js';
 import { useRedis } from '../support/harness.js';
 import { uniqueName, waitUntil } from '../support/helpers.js';
@@ -108,6 +108,36 @@ describe.each(MAJORS)('ioredis $major traits', ({ Redis }) => {
       await Promise.all(clients.splice(0).map((c) => c.shutdown()));
       await proxy.close();
     }
+  });
+
+  it('the connection relock opens for a `url` (offline queue off): commands sent before it is ready wait for its first connect, and are answered', async () => {
+    const key = uniqueName();
+    await env.redis.set(key, 'value');
+    // The client relock makes inside, to send more at its 'connect' (TCP up, ready check not done yet).
+    let made: Redis | undefined;
+    const Seen = class extends Redis {
+      constructor(...args: ConstructorParameters<typeof Redis5>) {
+        super(...args);
+        made = this as unknown as Redis;
+      }
+    };
+    const errors: unknown[] = [];
+    const connection = ioredisUrlConnection(Seen as never, env.server.url, (error) => void errors.push(error));
+    connections.push(connection);
+    // Each reply, or the error it failed with (shown by the comparison below).
+    const outcome = (reply: Promise<unknown>): Promise<unknown> => reply.catch((error: unknown) => error);
+    const statuses = [made!.status];
+    const atOnce = [connection.send(key, ['GET', key]), connection.sendKeyless(key, ['PING']), connection.send(key, ['EXISTS', key])].map(outcome);
+    const atConnect = await new Promise<Promise<unknown>[]>((resolve) =>
+      made!.once('connect', () => {
+        statuses.push(made!.status);
+        resolve([connection.send(key, ['GET', key]), connection.send(key, ['STRLEN', key])].map(outcome));
+      }),
+    );
+    expect(statuses).toEqual(['connecting', 'connect']);
+    expect(await Promise.all([...atOnce, ...atConnect])).toEqual(['value', 'PONG', 1, 'value', 5]);
+    expect(made!.status).toBe('ready');
+    expect(errors).toEqual([]);
   });
 
   it('a channel subscribed while relock\'s subscriber is in its handshake stays subscribed (issue 11: fair-lock waiters left unwoken)', async () => {

@@ -6,7 +6,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/glob
 import * as api from '@opentelemetry/api';
 import { SpanStatusCode, trace } from '@opentelemetry/api';
 import type { ReadableSpan } from '@opentelemetry/sdk-trace-base';
-import { IllegalMonitorStateError, runInContext, type LockClient, type LockLostEvent, type RLock } from '../../src/index.js';
+import { IllegalMonitorStateError, InvalidArgumentError, runInContext, type LockClient, type LockLostEvent, type RLock } from '../../src/index.js';
 import { useRedis } from '../support/harness.js';
 import { lockClient, sleep, uniqueName, waitUntil } from '../support/helpers.js';
 import { histogram, observerReady, point, TestSdk } from './otel-support.js';
@@ -227,6 +227,21 @@ describe('OpenTelemetry', () => {
     ] as const) {
       expect(() => lockClient(env.redis, { otel: otel as never })).toThrow(expect.objectContaining({ name: 'InvalidArgumentError', message: expect.stringContaining(field) }));
     }
+  });
+
+  it('refuses an otel.api that has metrics but no trace, or trace but no metrics (it must be the whole API module)', () => {
+    for (const half of [{ metrics: api.metrics }, { trace: api.trace }, { metrics: api.metrics, trace: {} }, { metrics: {}, trace: api.trace }]) {
+      let error: unknown;
+      try {
+        lockClient(env.redis, { otel: { api: half as never } });
+      } catch (e) {
+        error = e;
+      }
+      expect(error).toBeInstanceOf(InvalidArgumentError);
+      expect([(error as InvalidArgumentError).argument, (error as Error).message]).toEqual(['otel.api', "invalid otel.api: must be the @opentelemetry/api module (import * as api from '@opentelemetry/api')"]);
+    }
+    // The whole module is accepted.
+    expect(lockClient(env.redis, { otel: { api } })).toBeDefined();
   });
 
   it('leaves the name out of spans with recordNames: false', async () => {

@@ -1,7 +1,10 @@
 import { describe, expect, it } from '@jest/globals';
-import { ClientClosedError, PermitAcquireTimeoutError } from '../../src/index.js';
+import pino from 'pino';
+import { ClientClosedError, createLockClient, PermitAcquireTimeoutError } from '../../src/index.js';
+import { ACQUIRE, RELEASE } from '../../src/permit-expirable-semaphore/scripts.js';
 import { useRedis } from '../support/harness.js';
 import { abandonWaits, activeTimers, commandCalls, lockClient, sleep, subscribers, uniqueName, waitUntil } from '../support/helpers.js';
+import { startProxy } from '../support/tcp-proxy.js';
 
 const env = useRedis({ server: { controllable: true } });
 
@@ -135,6 +138,49 @@ describe('waiting for expirable permits', () => {
       env.server.resume();
     }
     await waitUntil(async () => (await semaphore.acquiredPermits()) === 0 && (await env.redis.exists(semaphore.key)) === 0, 3000, 10, 'the late acquisition to be undone');
+  });
+
+  it('permits taken after the caller gave up whose release fails are logged (semaphore, permit count, error) and left to their lease', async () => {
+    // The client talks through a proxy that refuses the release (connection reset before it reaches
+    // Redis); with no retries that release fails at once.
+    const proxy = await startProxy(env.server.host, env.server.port);
+    const lines: Record<string, unknown>[] = [];
+    const logger = pino({ level: 'warn' }, { write: (line: string) => void lines.push(JSON.parse(line) as Record<string, unknown>) });
+    const client = createLockClient({ url: `redis://127.0.0.1:${proxy.port}`, logger, retry: { retries: 0 } });
+    try {
+      const semaphore = client.getPermitExpirableSemaphore(uniqueName());
+      await semaphore.setPermits(2);
+      // Connected, and both scripts known to Redis: the acquisition below is one EVALSHA.
+      await (await semaphore.acquire({ permits: 2 })).release();
+      const sent = new Promise<void>((resolve) => {
+        proxy.onRequest = (request) => request.includes(ACQUIRE.sha, 0, 'latin1') && resolve();
+      });
+      const controller = new AbortController();
+      env.server.pause();
+      let waiting: Promise<unknown> | undefined;
+      try {
+        waiting = semaphore.acquire({ permits: 2, signal: controller.signal }).then(() => 'acquired', (error: unknown) => error);
+        await sent; // the attempt is on its way to the paused Redis
+        controller.abort(new Error('gave up'));
+      } finally {
+        env.server.resume();
+      }
+      const refused = proxy.refuseRequest(RELEASE.sha);
+      // Redis runs the attempt and takes both permits; its late reply sends the release, which is refused.
+      // (An aborted call rejects once the late permits were undone, or the undo failed.)
+      expect(await waiting).toEqual(new Error('gave up'));
+      await refused;
+      const message = 'could not release permits taken after the caller gave up; they expire with their lease';
+      await waitUntil(() => lines.some((line) => line.msg === message), 5000, 5, 'the warning');
+      expect(lines.filter((line) => line.msg === message)).toEqual([
+        expect.objectContaining({ level: 40, semaphore: semaphore.name, permits: 2, err: expect.objectContaining({ type: 'RedisUnavailableError', message: expect.stringContaining('permits.release') }) }),
+      ]);
+      // Both permits are still taken (seen from a client on Redis directly).
+      expect(await lockClient(env.redis).getPermitExpirableSemaphore(semaphore.name).acquiredPermits()).toBe(2);
+    } finally {
+      await client.shutdown();
+      await proxy.close();
+    }
   });
 
   it('shutdown wakes a waiter with ClientClosedError', async () => {
