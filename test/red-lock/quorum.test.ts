@@ -1,5 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import { LockAcquireTimeoutError, LockLostError, runInContext, type LockClient, type RRedLock } from '../../src/index.js';
+import { nodeTimeout } from '../../src/red-lock/red-lock.js';
 import { closeAll, connect, lockClient, uniqueName, waitUntil, type Redis } from '../support/helpers.js';
 import { startRedis, type RedisServer } from '../support/redis.js';
 import { startProxy, type TcpProxy } from '../support/tcp-proxy.js';
@@ -26,7 +27,10 @@ afterEach(async () => {
   for (const i of killed) await servers[i]!.restart();
   killed.clear();
   await Promise.all(extra.splice(0).map((r) => r.destroy()));
-  for (const p of proxies) p.latencyMs = 0;
+  for (const p of proxies) {
+    p.latencyMs = 0;
+    p.mode = 'pass';
+  }
   await closeAll();
   await Promise.all(redis.map((r) => waitUntil(() => r.isReady, 5000, 10, 'the test connection to reconnect')));
 });
@@ -85,6 +89,45 @@ describe('RedLock: a quorum made impossible by busy nodes is "busy", not "Redis 
     servers[2]!.pause();
     paused.add(2);
     expect(await redLockOf(nodes, name).tryLock(-1, 5, 's')).toBe(false);
+  });
+});
+
+describe('RedLock: a straggler after a late quorum', () => {
+  it('3 masters, two answering late in the round, the third silent: the third waits no longer than the node timeout, the two are held', async () => {
+    const name = uniqueName();
+    const lease = 6000;
+    const timeout = nodeTimeout(lease); // 600 ms
+    const latency = timeout / 3;
+    const responseTimeout = 2000;
+    // The third master on a connection of its own, destroyed after the test: its blackholed command never gets a reply.
+    const silent = await connect(`redis://127.0.0.1:${proxies[2]!.port}`);
+    extra.push(silent);
+    const nodes = [...clients(2, [0, 1]), lockClient(silent, { responseTimeout })];
+    const redLock = redLockOf(nodes, name);
+    // Once without latency, so that every server knows the scripts: each attempt below is one round trip.
+    expect(await redLock.tryLock(0, lease, 'ms')).toBe(true);
+    await redLock.unlock();
+    proxies[0]!.latencyMs = latency;
+    proxies[1]!.latencyMs = latency;
+    proxies[2]!.mode = 'blackhole';
+    const started = performance.now();
+    const handle = await redLock.acquire({ waitMs: 0, leaseMs: lease });
+    const took = performance.now() - started;
+    // The quorum grants at some e ≥ 2 × latency (the request and its reply each wait that long in the proxy):
+    // 2/3 of the timeout. The third node's grace, as long again as e, is cut at the timeout: the round ends
+    // then; uncut, it would end at 2e ≥ 4 × latency. Either way the attempt cut on the silent node then
+    // waits the whole response timeout for a late grant to undo (issue 27; no reply comes): 4 × latency +
+    // responseTimeout is the least an uncut round can take, and a third of the timeout later than a cut one
+    // (less 10 ms: each of Node's timers on the way may fire up to 1 ms early).
+    expect(took).toBeGreaterThanOrEqual(timeout - 1);
+    expect(took).toBeLessThan(4 * latency + responseTimeout - 10);
+    expect(handle.owner.split(',')).toHaveLength(2);
+    expect(await Promise.all(redis.slice(0, 3).map((r) => r.exists(name)))).toEqual([1, 1, 0]);
+    expect(handle.leaseTime!).toBeGreaterThanOrEqual(lease - (0.01 * lease + 2) - took - 1);
+    proxies[0]!.latencyMs = 0;
+    proxies[1]!.latencyMs = 0;
+    await handle.release();
+    expect(await Promise.all(redis.slice(0, 2).map((r) => r.exists(name)))).toEqual([0, 0]);
   });
 });
 
