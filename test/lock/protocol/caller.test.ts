@@ -83,6 +83,24 @@ describe('acquireForCaller and unlockForCaller (protocol/caller.ts), outside any
     await unlock(fresh, forHandle!.ctx);
   });
 
+  it('a task keeps its newest 8 notes that are over and hold nothing: after lock-unlock rounds on nine objects, an unlock of the oldest is refused as never acquired (OWNER_UNKNOWN), of each of the eight newest as not held by its own acquisition (ILLEGAL_MONITOR_STATE)', async () => {
+    // The bound (MAX_NOTES in task-holds.ts) saves memory; what a caller sees of it is which refusal an unlock
+    // of an idle object gets: with the task's note kept, "your acquisition holds nothing" (ILLEGAL_MONITOR_STATE,
+    // naming that acquisition's owner); with it dropped, "this task made none" (OWNER_UNKNOWN, a subclass, hence
+    // the codes). Nothing is sent either way.
+    const locks = Array.from({ length: 9 }, () => newLock());
+    const owners: string[] = [];
+    for (const hooks of locks) {
+      const taken = await acquireForCaller(hooks, 0, undefined, undefined);
+      owners.push(hooks.ownerOf(taken!.ctx));
+      await unlockForCaller(hooks);
+    }
+    // The ninth acquisition's note, made while the eight before it were idle, kept the seven newest of them.
+    await expect(unlockForCaller(locks[0])).rejects.toMatchObject({ code: 'OWNER_UNKNOWN' });
+    for (let i = 1; i < 9; i++) await expect(unlockForCaller(locks[i])).rejects.toMatchObject({ code: 'ILLEGAL_MONITOR_STATE', owner: owners[i] });
+    expect(locks.map((hooks) => hooks.unlocks.length)).toEqual(Array(9).fill(1));
+  });
+
   it("an unlock while the task's acquisition is in flight waits for its outcome and releases the grant", async () => {
     const hooks = newLock();
     const { taken } = await releaseInFlight(hooks, () => acquireForCaller(hooks, 0, undefined, undefined), () => unlockForCaller(hooks));
