@@ -122,4 +122,35 @@ describe('time options', () => {
     // 1 ms and 1.5 ms (rounded up to 2) are still leases.
     expect(await lock.tryLock(0, 1.5, 'ms')).toBe(true);
   });
+
+  it('refuses a time that is not a number (a string, a bigint, an object) with "must be a number; got <type>", naming the argument, and sends nothing', async () => {
+    const client = lockClient(env.redis);
+    const name = uniqueName('not-a-number');
+    const scriptsBefore = (await commandCalls(env.redis, 'evalsha')) + (await commandCalls(env.redis, 'eval'));
+    const lock = client.getLock(`${name}:lock`);
+    const semaphore = client.getSemaphore(`${name}:sem`);
+    const pes = client.getPermitExpirableSemaphore(`${name}:pes`);
+    const latch = client.getCountDownLatch(`${name}:latch`);
+    const cases: Array<[string, () => Promise<unknown>, string, string]> = [
+      ['RLock.tryLock wait', () => lock.tryLock('5' as never, 'seconds'), 'waitTime', 'string'],
+      ['RLock.tryLock lease', () => lock.tryLock(0, 5n as never, 'seconds'), 'leaseTime', 'bigint'],
+      ['RLock.lock lease', () => lock.lock('5' as never, 'seconds'), 'leaseTime', 'string'],
+      ['RLock.acquire waitMs', () => lock.acquire({ waitMs: '5' as never }), 'waitMs', 'string'],
+      ['RLock.acquire waitTime', () => lock.acquire({ waitTime: 5n as never, unit: 's' }), 'waitTime', 'bigint'],
+      ['RLock.acquire leaseMs', () => lock.acquire({ leaseMs: '5000' as never }), 'leaseMs', 'string'],
+      ['RLock.acquire leaseTime', () => lock.acquire({ leaseTime: {} as never, unit: 's' }), 'leaseTime', 'object'],
+      ['FencedLock.lock lease', () => client.getFencedLock(`${name}:fenced`).lock('5' as never, 'seconds'), 'leaseTime', 'string'],
+      ['MultiLock.lock lease', () => client.getMultiLock(lock).lock('5' as never, 'seconds'), 'leaseTime', 'string'],
+      ['RSemaphore.tryAcquire wait', () => semaphore.tryAcquire(1, 5n as never, 'seconds'), 'waitTime', 'bigint'],
+      ['RPermitExpirableSemaphore.tryAcquire lease', () => pes.tryAcquire(0, 60n as never, 'seconds'), 'leaseTime', 'bigint'],
+      ['RCountDownLatch.await waitMs', () => latch.await({ waitMs: '5' as never }), 'waitMs', 'string'],
+    ];
+    for (const [what, call, argument, type] of cases) {
+      const error = await call().catch((e: unknown) => e);
+      expect([what, error]).toEqual([what, expect.any(InvalidArgumentError)]);
+      expect([what, (error as InvalidArgumentError).argument, (error as Error).message]).toEqual([what, argument, `invalid ${argument}: must be a number; got ${type}`]);
+    }
+    expect(await keys(env.redis, `*${name}*`)).toEqual([]);
+    expect((await commandCalls(env.redis, 'evalsha')) + (await commandCalls(env.redis, 'eval'))).toBe(scriptsBefore);
+  });
 });

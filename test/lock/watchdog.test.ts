@@ -114,6 +114,37 @@ describe('watchdog', () => {
     await lock.unlock();
   });
 
+  it('renews only the holds due within a quarter interval: a hold taken half an interval later is not renewed at the earlier hold\'s tick', async () => {
+    // lockWatchdogTimeout 3000 ms: renewals every 1000 ms, holds due within 250 ms of a tick share it.
+    // Hold A is renewed at about 1000 ms, B (taken 500 ms after A) at about 1500 ms: each renewal call
+    // carries one of them. Renewing every queued hold at each tick would put B in A's call.
+    await env.redis.scriptLoad(RENEW.source); // renewals run as EVALSHA of RENEW: no EVAL to tell apart
+    const monitor = await connect(env.server.url);
+    const calls: string[] = [];
+    await monitor.monitor((line) => {
+      if (line.includes(RENEW.sha)) calls.push(line);
+    });
+    try {
+      const client = lockClient(env.redis, { lockWatchdogTimeout: 3000 });
+      const [a, b] = [client.getLock(uniqueName()), client.getLock(uniqueName())];
+      const renews = (lock: typeof a) => (line: string) => line.includes(`"${lock.key}"`);
+      await a.lock();
+      const takenA = performance.now();
+      await sleep(Math.max(0, takenA + 500 - performance.now()));
+      await b.lock();
+      await waitUntil(() => calls.some(renews(b)), 5000, 10, 'the first renewal of the later hold');
+      const firstA = calls.findIndex(renews(a));
+      const firstB = calls.findIndex(renews(b));
+      expect(firstA).toBeGreaterThanOrEqual(0);
+      expect(firstA).toBeLessThan(firstB);
+      expect([renews(a)(calls[firstA]), renews(b)(calls[firstA])]).toEqual([true, false]);
+      expect([renews(a)(calls[firstB]), renews(b)(calls[firstB])]).toEqual([false, true]);
+      await Promise.all([a.unlock(), b.unlock()]);
+    } finally {
+      await monitor.close();
+    }
+  });
+
   it('renews many locks in batches of watchdogBatchSize per script call', async () => {
     const client = lockClient(env.redis, { lockWatchdogTimeout: 3000, watchdogBatchSize: 100 });
     const locks = Array.from({ length: 250 }, () => client.getLock(uniqueName()));
