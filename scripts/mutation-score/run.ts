@@ -30,7 +30,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { repoRoot } from '../mutants/scratch.js';
-import { allMutants, draw, isSafetyRelevant, mutantKey, type SampledMutant, wilson } from './sample.js';
+import { allMutants, draw, isSafetyRelevant, mutantKey, originalText, type SampledMutant, wilson } from './sample.js';
 
 interface Args {
   sample: number;
@@ -149,10 +149,7 @@ function readStatuses(): { statuses: Map<string, string>; complete: boolean } {
 
 /** The source text a mutant replaces, on one line and shortened. */
 function original(m: SampledMutant): string {
-  const lines = readFileSync(join(repoRoot, m.file), 'utf8').split('\n').slice(m.start.line - 1, m.end.line);
-  lines[lines.length - 1] = (lines[lines.length - 1] ?? '').slice(0, m.end.column);
-  lines[0] = (lines[0] ?? '').slice(m.start.column);
-  return shorten(lines.map((l) => l.trim()).join(' '));
+  return shorten(originalText(readFileSync(join(repoRoot, m.file), 'utf8'), m));
 }
 
 function shorten(text: string): string {
@@ -220,9 +217,9 @@ async function main(): Promise<void> {
     report(sample, args.seed, undefined);
     return;
   }
-  const all = await allMutants(repoRoot);
+  const { mutants: all, equivalent } = await allMutants(repoRoot);
   const sample = draw(all, args.sample, args.seed);
-  console.log(`mutation-score: ${sample.length} of ${all.length} mutants over src/, seed ${JSON.stringify(args.seed)}`);
+  console.log(`mutation-score: ${sample.length} of ${all.length} mutants over src/ (${equivalent.length} triaged equivalent set apart: scripts/mutation-score/equivalent.ts), seed ${JSON.stringify(args.seed)}`);
   if (args.list) {
     for (const m of sample) console.log(`  ${mutantKey(m)}`);
     return;

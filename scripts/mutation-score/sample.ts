@@ -7,6 +7,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { Instrumenter } from '@stryker-mutator/instrumenter';
 import type { Logger } from '@stryker-mutator/api/logging';
+import { equivalentOf } from './equivalent.js';
 
 /** A mutant as Stryker reports it: 1-based lines, 0-based columns (Stryker's report format). */
 export interface SampledMutant {
@@ -51,12 +52,14 @@ const quietLogger = {
 
 /**
  * Every mutant Stryker generates over `src/` under `root`, sorted by file and position (so that a seed
- * always draws the same mutants from the same tree).
+ * always draws the same mutants from the same tree), without those triaged equivalent (equivalent.ts),
+ * which come apart in `equivalent`.
  */
-export async function allMutants(root: string): Promise<SampledMutant[]> {
+export async function allMutants(root: string): Promise<{ mutants: SampledMutant[]; equivalent: SampledMutant[] }> {
   const files = sourceFiles(join(root, 'src')).sort().map((name) => ({ name, mutate: true as const, content: readFileSync(name, 'utf8') }));
+  const contents = new Map(files.map((f) => [relative(root, f.name), f.content]));
   const result = await new Instrumenter(quietLogger).instrument(files, { plugins: null, excludedMutations: [], ignorers: [] });
-  return result.mutants
+  const all = result.mutants
     .filter((m) => m.status === undefined)
     .map((m) => ({
       file: relative(root, m.fileName),
@@ -66,6 +69,19 @@ export async function allMutants(root: string): Promise<SampledMutant[]> {
       end: { line: m.location.end.line + 1, column: m.location.end.column },
     }))
     .sort((a, b) => mutantKey(a).localeCompare(mutantKey(b)));
+  const isEquivalent = (m: SampledMutant): boolean => {
+    const content = contents.get(m.file) ?? '';
+    return equivalentOf(m, originalText(content, m), (content.split('\n')[m.start.line - 1] ?? '').trim()) !== undefined;
+  };
+  return { mutants: all.filter((m) => !isEquivalent(m)), equivalent: all.filter(isEquivalent) };
+}
+
+/** The code `m` replaces in `content` (the file's text), whitespace collapsed. */
+export function originalText(content: string, m: SampledMutant): string {
+  const lines = content.split('\n').slice(m.start.line - 1, m.end.line);
+  lines[lines.length - 1] = (lines[lines.length - 1] ?? '').slice(0, m.end.column);
+  lines[0] = (lines[0] ?? '').slice(m.start.column);
+  return lines.map((l) => l.trim()).join(' ').replace(/\s+/g, ' ');
 }
 
 /** A 32-bit seed from any string (FNV-1a). */

@@ -1,0 +1,60 @@
+/**
+ * Mutants triaged equivalent (docs/reliability.md, "Sampled mutation score"): no input tells them apart
+ * from the code, so they are set apart before the draw, as Stryker's `// Stryker disable` comments would
+ * set them apart, but one mutant at a time (a disable comment names a mutator for a whole line, and
+ * these lines hold other mutants of the same mutator that are not equivalent). Each is matched by file,
+ * mutator, the code it replaces, its replacement and the source line it is on (trimmed), so it follows its
+ * code when lines move; an entry
+ * that matches no mutant, or more than one, fails test/mutation-score/sample.test.ts.
+ */
+export interface Equivalent {
+  readonly file: string;
+  readonly mutatorName: string;
+  /** The code the mutant replaces, whitespace collapsed (as `originalText` reads it). */
+  readonly original: string;
+  /** The source line the mutant starts on, trimmed. */
+  readonly line: string;
+  readonly replacement: string;
+  /** Why no input can tell it apart: one line, for the triage table. */
+  readonly reason: string;
+}
+
+/**
+ * Two readings of the monotonic clock (`performance.now()`, a double) compared with `<` or `<=`: the
+ * mutant differs only when a reading equals the bound to the last bit, where either answer is right.
+ */
+const CLOCK_BOUNDARY = 'differs only when a performance.now() reading equals the bound to the last bit of a double, an instant at which either answer is right';
+
+export const EQUIVALENT: readonly Equivalent[] = [
+  {
+    file: 'src/redis/executor.ts',
+    mutatorName: 'BooleanLiteral',
+    original: 'false',
+    line: 'if (options.signal?.aborted) return false;',
+    replacement: 'true',
+    reason: 'an aborted call counted retryable: p-retry checks the signal before every attempt and in every delay, and translate() answers the signal\'s reason for an aborted call whatever the error',
+  },
+  { file: 'src/lock/protocol/acquire.ts', mutatorName: 'EqualityOperator', original: 'mark.until <= started', line: 'if (mark && mark.until <= started) settle(ctx, holdKey);', replacement: 'mark.until < started', reason: CLOCK_BOUNDARY },
+  { file: 'src/red-lock/red-lock.ts', mutatorName: 'EqualityOperator', original: 'validUntil > monotonic()', line: 'if (!signal?.aborted && held.length >= this.quorum && validUntil > monotonic()) return { holding: { held, grants }, validUntil, answered, unavailable, error: undefined };', replacement: 'validUntil >= monotonic()', reason: CLOCK_BOUNDARY },
+  {
+    file: 'src/watchdog/watchdog.ts',
+    mutatorName: 'EqualityOperator',
+    original: 'renewal.nextAt <= now',
+    line: 'for (const renewal of this.retrying) if (renewal.nextAt <= now) due.push(renewal);',
+    replacement: 'renewal.nextAt < now',
+    reason: `${CLOCK_BOUNDARY}; on equality the renewal goes out on the timer's next turn, armed at once for its nextAt`,
+  },
+  {
+    file: 'src/observe/otel.ts',
+    mutatorName: 'ConditionalExpression',
+    original: 'span.isRecording()',
+    line: 'if (span.isRecording()) return false;',
+    replacement: 'true',
+    reason: 'passThrough always false: the call takes the measured path, recording into the no-op meter and tracer; same results and side effects, only slower',
+  },
+];
+
+/** The entry of `EQUIVALENT` that `m`, replacing `original` on the source line `line` (trimmed), is, if any. */
+export function equivalentOf(m: { readonly file: string; readonly mutatorName: string; readonly replacement: string }, original: string, line: string): Equivalent | undefined {
+  return EQUIVALENT.find((e) => e.file === m.file && e.mutatorName === m.mutatorName && e.replacement === m.replacement && e.original === original && e.line === line);
+}
