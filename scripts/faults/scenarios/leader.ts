@@ -8,6 +8,9 @@
  * believes it until it runs again: `holder-paused`); terms strictly increase (tokens); the fenced resource
  * refuses a deposed leader's writes (fencing). This scenario adds: a new leader within one lease + 1 s of
  * a leader's SIGKILL, and every election seen by `observe()` of every process that was never faulted.
+ * One process (`SPARED`) is never faulted: when it leads, the nemesis waits for the next leader, so that
+ * at least one observer watches the whole run (without it, the faults could reach every process that
+ * observed the elections).
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { now, type WorkerEvent } from '../history.js';
@@ -21,6 +24,9 @@ const PROCESSES = 5;
 export const ELECTION_SLACK_MS = 1000;
 /** Time an observer may take to subscribe after it started: elections before that are not asked of it. */
 const SUBSCRIBE_MS = 1000;
+
+/** The process the nemesis never faults: an observer of the whole run. */
+const SPARED = 'w1';
 
 type Fault = 'kill' | 'stop' | 'cut';
 const TURNS: readonly Fault[] = ['kill', 'stop', 'cut'];
@@ -40,12 +46,15 @@ export function checkLeaderHistory(history: History, result: { extra: Record<str
   result.extra.electionAfterKillMs = electionMs;
   const faulted = new Set(nemesis.flatMap((n) => (n.w ? [n.w] : [])));
   const terms = enters.map((e) => ({ t: e.t, tok: e.tok! }));
+  const runEnd = events.reduce((t, e) => Math.max(t, e.t), 0);
   let observers = 0;
   let missed = 0;
   for (const start of events.filter((e) => e.ev === 'observing')) {
     if (faulted.has(start.w)) continue;
     const seen = events.filter((e): e is Extract<WorkerEvent, { ev: 'observed' }> => e.ev === 'observed' && e.w === start.w);
-    const end = events.filter((e) => e.w === start.w).at(-1)!.t;
+    // An unfaulted process runs to the end of the run: its window ends there, not at its own last event
+    // (which, for an observer that never led, is its last observation: a window the mutant shrank).
+    const end = runEnd;
     observers++;
     const tokens = seen.map((e) => BigInt(e.tok));
     if (tokens.some((tok, i) => i > 0 && tok <= tokens[i - 1])) out.push(violation('tokens', `${start.w}'s observe() yielded terms out of order: ${tokens.join(', ')}`));
@@ -55,7 +64,7 @@ export function checkLeaderHistory(history: History, result: { extra: Record<str
     missed += lost.length;
     if (lost.length > 0) out.push(violation('liveness', `${start.w}'s observe() missed ${lost.length} of ${asked.length} election(s) (terms ${lost.map((x) => x.tok).join(', ')})`));
   }
-  if (observers === 0) out.push('harness: no observer was left unfaulted');
+  if (observers === 0 || faulted.has(SPARED)) out.push(`harness: ${observers === 0 ? 'no observer was left unfaulted' : `${SPARED} was faulted`}`);
   result.extra.unfaultedObservers = observers;
   result.extra.observeMissed = missed;
   result.extra.terms = terms.length;
@@ -73,6 +82,10 @@ export const leaderElection: Scenario = {
     let runs = 0;
     while (now() < until) {
       const leader = ctx.holder() ?? (await ctx.nextEnter(15_000));
+      if (leader.w === SPARED) {
+        await ctx.nextEnter(15_000, (e) => e.w !== SPARED && e.t > leader.t).catch(() => undefined);
+        continue;
+      }
       await sleep(100 + Math.random() * 200);
       if (ctx.holder()?.sec !== leader.sec) continue;
       const fault = TURNS[runs % TURNS.length];
