@@ -3,7 +3,7 @@ import { Redis as IORedis } from 'ioredis';
 import pino from 'pino';
 import { createClient as createClientV5 } from 'redis-v5';
 import { createLockClient, InvalidArgumentError, RedisUnavailableError, runInContext, type LockClient, type LockClientOptions } from '../src/index.js';
-import { activeTimers, connect, keys, numsub, sleep, uniqueName, waitUntil, type Redis } from './support/helpers.js';
+import { activeResources, activeTimers, connect, keys, numsub, sleep, uniqueName, waitUntil, type Redis } from './support/helpers.js';
 import { freePort, startRedis, type RedisServer } from './support/redis.js';
 
 let server: RedisServer;
@@ -80,11 +80,7 @@ describe('createLockClient', () => {
 
   it('refuses retry.randomize that is not a boolean, naming it and saying it must be a boolean, before opening anything', async () => {
     // Sockets and timers of this process by kind (others may close meanwhile; none may open).
-    const opened = (): Record<string, number> => {
-      const counts: Record<string, number> = { TCPSocketWrap: 0, TCPConnectWrap: 0, Timeout: 0 };
-      for (const resource of process.getActiveResourcesInfo()) if (resource in counts) counts[resource]!++;
-      return counts;
-    };
+    const opened = () => activeResources('TCPSocketWrap', 'TCPConnectWrap', 'Timeout');
     const connections = (await redis.clientList()).length;
     const before = opened();
     let error: unknown;
@@ -98,7 +94,7 @@ describe('createLockClient', () => {
     // No connection, socket or timer was opened for the refused client.
     expect(urlClients).toEqual([]);
     const after = opened();
-    for (const kind of Object.keys(before)) expect([kind, after[kind]! <= before[kind]!]).toEqual([kind, true]);
+    for (const kind of Object.keys(before) as Array<keyof typeof before>) expect([kind, after[kind] <= before[kind]]).toEqual([kind, true]);
     expect((await redis.clientList()).length).toBeLessThanOrEqual(connections);
   });
 

@@ -149,7 +149,7 @@ function readStatuses(): { statuses: Map<string, string>; complete: boolean } {
 
 /** The source text a mutant replaces, on one line and shortened. */
 function original(m: SampledMutant): string {
-  return shorten(originalText(readFileSync(join(repoRoot, m.file), 'utf8'), m));
+  return shorten(originalText(readFileSync(join(repoRoot, m.file), 'utf8').split('\n'), m));
 }
 
 function shorten(text: string): string {

@@ -57,7 +57,7 @@ const quietLogger = {
  */
 export async function allMutants(root: string): Promise<{ mutants: SampledMutant[]; equivalent: SampledMutant[] }> {
   const files = sourceFiles(join(root, 'src')).sort().map((name) => ({ name, mutate: true as const, content: readFileSync(name, 'utf8') }));
-  const contents = new Map(files.map((f) => [relative(root, f.name), f.content]));
+  const lines = new Map(files.map((f) => [relative(root, f.name), f.content.split('\n')]));
   const result = await new Instrumenter(quietLogger).instrument(files, { plugins: null, excludedMutations: [], ignorers: [] });
   const all = result.mutants
     .filter((m) => m.status === undefined)
@@ -69,19 +69,21 @@ export async function allMutants(root: string): Promise<{ mutants: SampledMutant
       end: { line: m.location.end.line + 1, column: m.location.end.column },
     }))
     .sort((a, b) => mutantKey(a).localeCompare(mutantKey(b)));
-  const isEquivalent = (m: SampledMutant): boolean => {
-    const content = contents.get(m.file) ?? '';
-    return equivalentOf(m, originalText(content, m), (content.split('\n')[m.start.line - 1] ?? '').trim()) !== undefined;
-  };
-  return { mutants: all.filter((m) => !isEquivalent(m)), equivalent: all.filter(isEquivalent) };
+  const mutants: SampledMutant[] = [];
+  const equivalent: SampledMutant[] = [];
+  for (const m of all) {
+    const text = lines.get(m.file) ?? [];
+    (equivalentOf(m, originalText(text, m), (text[m.start.line - 1] ?? '').trim()) ? equivalent : mutants).push(m);
+  }
+  return { mutants, equivalent };
 }
 
-/** The code `m` replaces in `content` (the file's text), whitespace collapsed. */
-export function originalText(content: string, m: SampledMutant): string {
-  const lines = content.split('\n').slice(m.start.line - 1, m.end.line);
-  lines[lines.length - 1] = (lines[lines.length - 1] ?? '').slice(0, m.end.column);
-  lines[0] = (lines[0] ?? '').slice(m.start.column);
-  return lines.map((l) => l.trim()).join(' ').replace(/\s+/g, ' ');
+/** The code `m` replaces in `lines` (the file's lines), whitespace collapsed. */
+export function originalText(lines: readonly string[], m: SampledMutant): string {
+  const part = lines.slice(m.start.line - 1, m.end.line);
+  part[part.length - 1] = (part[part.length - 1] ?? '').slice(0, m.end.column);
+  part[0] = (part[0] ?? '').slice(m.start.column);
+  return part.map((l) => l.trim()).join(' ').replace(/\s+/g, ' ');
 }
 
 /** A 32-bit seed from any string (FNV-1a). */

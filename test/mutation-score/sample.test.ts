@@ -53,7 +53,7 @@ describe('mutation-score sample', () => {
   it('matches an entry by its code, replacement and line only', () => {
     const m = { file: 'src/redis/executor.ts', mutatorName: 'BooleanLiteral', replacement: 'true', start: { line: 1, column: 36 }, end: { line: 1, column: 41 } };
     const line = 'if (options.signal?.aborted) return false;';
-    expect(originalText(line, m)).toBe('false');
+    expect(originalText([line], m)).toBe('false');
     expect(equivalentOf(m, 'false', line)).toBeDefined();
     expect(equivalentOf(m, 'false', 'return false;')).toBeUndefined();
     expect(equivalentOf({ ...m, replacement: 'false' }, 'true', line)).toBeUndefined();

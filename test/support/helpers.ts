@@ -135,9 +135,16 @@ export async function abandonWaits(client: LockClient, count: number, wait: (sig
   return Math.min(h1 - h0, h2 - h1);
 }
 
+/** Active resources of this process of each of `kinds` (`'Timeout'`, `'TCPSocketWrap'`, …), for "nothing left open" checks. */
+export function activeResources<K extends string>(...kinds: K[]): Record<K, number> {
+  const counts = Object.fromEntries(kinds.map((kind) => [kind, 0])) as Record<K, number>;
+  for (const resource of process.getActiveResourcesInfo()) if (resource in counts) counts[resource as K]++;
+  return counts;
+}
+
 /** Active timers of this process (for "no leftover timers" checks). */
 export function activeTimers(): number {
-  return process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length;
+  return activeResources('Timeout').Timeout;
 }
 
 /** Keys matching `pattern` (SCAN). */
