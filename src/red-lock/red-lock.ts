@@ -144,33 +144,51 @@ export class RRedLock extends GroupLock {
   }
 
   /** Rounds until a quorum is held with positive validity, or the wait ran out (undefined). */
+  /**
+   * Rounds until a quorum is held with positive validity, or the wait ran out (undefined). Attempts a round
+   * cut go on in the background (see `round`); a call that ends without the lock (undefined, an error, the
+   * caller's abort) first waits for them, so that no late grant of it is left when it returns.
+   */
   protected async take(ctxs: LockContext[], waitMs: number, leaseMs: number | undefined, signal: AbortSignal | undefined): Promise<Taken | undefined> {
     const started = monotonic();
     const deadline = Number.isFinite(waitMs) ? started + waitMs : undefined;
+    const stragglers: Array<Promise<void>> = [];
     let unreachable = 0;
-    for (let rounds = 1; ; rounds++) {
-      const round = await this.round(ctxs, leaseMs, signal);
-      if (round.holding) {
-        if (this.core.debug) this.core.log.debug({ redLock: this.name, rounds, held: round.holding.held.length, validityMs: Math.round(round.validUntil - monotonic()) }, 'RRedLock acquired');
-        return { holding: round.holding, validUntil: round.validUntil };
+    try {
+      for (let rounds = 1; ; rounds++) {
+        const round = await this.round(ctxs, leaseMs, signal, stragglers);
+        if (round.holding) {
+          if (this.core.debug) this.core.log.debug({ redLock: this.name, rounds, held: round.holding.held.length, validityMs: Math.round(round.validUntil - monotonic()) }, 'RRedLock acquired');
+          return { holding: round.holding, validUntil: round.validUntil };
+        }
+        const quorumUnreachable = round.unavailable;
+        unreachable = quorumUnreachable ? unreachable + 1 : 0;
+        const left = deadline === undefined ? Infinity : deadline - monotonic();
+        if (left <= 0 || (deadline === undefined && unreachable >= UNREACHABLE_ROUNDS)) {
+          if (!quorumUnreachable) {
+            await Promise.all(stragglers);
+            return undefined;
+          }
+          throw new RedisUnavailableError(`RRedLock ${this.name} (${round.answered} of ${this.locks.length} nodes answered, ${this.quorum} needed)`, { cause: round.error });
+        }
+        await pause(Math.min(roundDelay(rounds, RETRY_BASE_MS, RETRY_CAP_MS), left), signal);
       }
-      const quorumUnreachable = round.unavailable;
-      unreachable = quorumUnreachable ? unreachable + 1 : 0;
-      const left = deadline === undefined ? Infinity : deadline - monotonic();
-      if (left <= 0 || (deadline === undefined && unreachable >= UNREACHABLE_ROUNDS)) {
-        if (!quorumUnreachable) return undefined;
-        throw new RedisUnavailableError(`RRedLock ${this.name} (${round.answered} of ${this.locks.length} nodes answered, ${this.quorum} needed)`, { cause: round.error });
-      }
-      await pause(Math.min(roundDelay(rounds, RETRY_BASE_MS, RETRY_CAP_MS), left), signal);
+    } catch (error) {
+      await Promise.all(stragglers);
+      throw error;
     }
   }
 
   /**
    * One round: one attempt on every node at once; once the outcome is known (see `decided`) the attempts
-   * still in flight are aborted (a grant that lands later is undone by its lock), then the quorum and
-   * validity are checked.
+   * still in flight are aborted, then the quorum and validity are checked on the answers in hand. The
+   * round does not wait for the aborted attempts: each goes on in the background, pushed to `stragglers`
+   * (a late grant is undone by its lock, waiting up to the client's `responseTimeout` for a reply that
+   * may never come; a grant that was already on its way back is released), so a silent node costs the
+   * round the node timeout alone. When the caller aborted, the round waits for them (issue 27: nothing
+   * of an aborted call is left when it rejects).
    */
-  private async round(ctxs: LockContext[], leaseMs: number | undefined, signal: AbortSignal | undefined): Promise<Round> {
+  private async round(ctxs: LockContext[], leaseMs: number | undefined, signal: AbortSignal | undefined, stragglers: Array<Promise<void>>): Promise<Round> {
     const { locks } = this;
     signal?.throwIfAborted();
     const lease = leaseMs ?? Math.min(...locks.map((lock) => steps.watchdogLease(lock)));
@@ -185,12 +203,17 @@ export class RRedLock extends GroupLock {
     signal?.removeEventListener('abort', onAbort);
     const cut = new RedisUnavailableError('RRedLock node', { cause: new ResponseTimeoutError(Math.round(monotonic() - start)) });
     nodes.abort(cut);
-    const results = await Promise.allSettled(attempts);
-    const grants = results.map((r) => (r.status === 'fulfilled' ? r.value : undefined));
+    // What answered by then (an attempt whose reply was already in settles within the microtasks before
+    // a timer); when the caller aborted, everything (then every straggler has been undone).
+    const results = signal?.aborted ? await Promise.allSettled(attempts) : await settleWithin(attempts, 0);
+    results.forEach((r, i) => r === undefined && stragglers.push(this.straggler(ctxs, i, attempts[i]!)));
+    const grants = results.map((r) => (r?.status === 'fulfilled' ? r.value : undefined));
     const held = grants.flatMap((g, i) => (g ? [i] : []));
-    const answered = results.filter((r) => r.status === 'fulfilled').length;
-    // An attempt cut short because busy answers had already made a quorum impossible is no sign of an unreachable node.
-    const unreachable = results.filter((r) => r.status === 'rejected' && !(impossible && r.reason === cut)).length;
+    const answered = results.filter((r) => r?.status === 'fulfilled').length;
+    // An attempt cut short (still pending, or rejected with `cut`) because busy answers had already made a
+    // quorum impossible is no sign of an unreachable node.
+    const cutShort = (r: PromiseSettledResult<unknown> | undefined): boolean => r === undefined || (r.status === 'rejected' && r.reason === cut);
+    const unreachable = results.filter((r) => r?.status !== 'fulfilled' && !(impossible && cutShort(r))).length;
     const unavailable = locks.length - unreachable < this.quorum;
     if (!signal?.aborted && held.length >= this.quorum && validUntil > monotonic()) return { holding: { held, grants }, validUntil, answered, unavailable, error: undefined };
     const errors = await releaseMembers(locks, ctxs, held);
@@ -200,6 +223,19 @@ export class RRedLock extends GroupLock {
     const wrongType = failures(results).find((e) => e instanceof WrongTypeError);
     if (wrongType) throw wrongType;
     return { validUntil, answered, unavailable, error: failures(results)[0] };
+  }
+
+  /**
+   * An attempt on member `i` that its round cut and did not wait for: settled in the background. Aborted,
+   * it rejects once its lock has undone any late grant (nothing to do); a grant that still reaches it
+   * (its reply was on the way when the round cut it) is released, waiting at most 1 s, a failure logged
+   * (the member then expires with its lease). Never rejects.
+   */
+  private async straggler(ctxs: LockContext[], i: number, attempt: Promise<Grant | undefined>): Promise<void> {
+    const grant = await attempt.catch(() => undefined);
+    if (!grant) return;
+    const [result] = await settleWithin([steps.release(this.locks[i]!, ctxs[i]!)], RELEASE_WAIT_MS);
+    if (result?.status === 'rejected') this.core.log.warn({ redLock: this.name, err: result.reason as unknown }, 'could not release a RRedLock node granted after its round; it expires with its lease');
   }
 }
 

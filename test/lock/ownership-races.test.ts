@@ -86,10 +86,15 @@ describe('an aborted acquisition leaves nothing observable (issue 27)', () => {
         for (let i = 0; aborted < ABORTED; i++) {
           const controller = new AbortController();
           const acquiring = read.acquire({ signal: controller.signal });
-          // Abort at varied moments: at once, after a microtask, after an I/O turn or two.
-          if (i % 4 === 0) controller.abort();
-          else if (i % 4 === 1) queueMicrotask(() => controller.abort());
-          else setImmediate(() => (i % 4 === 2 ? controller.abort() : setImmediate(() => controller.abort())));
+          // Abort at varied moments: at once, after a microtask, after an I/O turn or two, or after a
+          // 1 ms timer. The first four mostly come before the script's reply (an I/O turn is shorter than
+          // a round trip to Redis); the timer mostly after it, so that grants the abort lost to happen too
+          // (without it, a run on a loaded CI machine once saw none in 1,500 tries).
+          const mode = i % 5;
+          if (mode === 0) controller.abort();
+          else if (mode === 1) queueMicrotask(() => controller.abort());
+          else if (mode === 4) setTimeout(() => controller.abort(), 1);
+          else setImmediate(() => (mode === 2 ? controller.abort() : setImmediate(() => controller.abort())));
           try {
             const handle = await acquiring;
             granted++;

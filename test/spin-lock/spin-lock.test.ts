@@ -2,7 +2,7 @@ import { describe, expect, it } from '@jest/globals';
 import { ExponentialBackoff, resolveBackoff } from '../../src/backoff.js';
 import { ClientClosedError, IllegalMonitorStateError, InvalidArgumentError, runInContext, WrongTypeError } from '../../src/index.js';
 import { useRedis } from '../support/harness.js';
-import { activeTimers, commandCalls, lockClient, numsub, sleep, uniqueName, waitUntil } from '../support/helpers.js';
+import { activeTimers, commandCalls, connect, lockClient, numsub, sleep, uniqueName, waitUntil } from '../support/helpers.js';
 
 const env = useRedis();
 
@@ -144,20 +144,41 @@ describe('SpinLock', () => {
   });
 
   it('paces its attempts with the backoff: about 15 attempts in a 1 s wait with the defaults, 5–7 with a constant 200 ms', async () => {
+    // Attempts are counted as the EVALSHA calls that name this lock's key (MONITOR): the server-wide
+    // count also holds the watchdog renewals of the clients earlier tests of this file left holding,
+    // which renew every 10 s and once put 8 calls in the constant pacing's 1 s window.
     const client = lockClient(env.redis);
     const name = uniqueName();
-    await client.getSpinLock(name).lock();
+    const lock = client.getSpinLock(name);
+    await lock.lock();
+    const monitor = await connect(env.server.url);
+    let attempts = 0;
+    const marks = new Set<string>();
+    await monitor.monitor((line) => {
+      if (/"evalsha"/i.test(line) && line.includes(`"${lock.key}"`)) attempts++;
+      const mark = /"echo" "(mark:[^"]+)"/i.exec(line);
+      if (mark) marks.add(mark[1]!);
+    });
     const count = async (options?: Parameters<typeof client.getSpinLock>[1]): Promise<number> => {
-      const before = await commandCalls(env.redis, 'evalsha');
+      const before = attempts;
       expect(await client.getSpinLock(name, options).tryLock(1000, 'ms')).toBe(false);
-      return (await commandCalls(env.redis, 'evalsha')) - before;
+      // Sent after the last attempt's reply, so MONITOR shows it after that attempt: once it is seen,
+      // every attempt is counted.
+      const mark = uniqueName('mark');
+      await env.redis.sendCommand(['ECHO', mark]);
+      await waitUntil(() => marks.has(mark), 2000, 5, 'the mark on MONITOR');
+      return attempts - before;
     };
-    const defaults = await count();
-    expect(defaults).toBeGreaterThanOrEqual(8);
-    expect(defaults).toBeLessThanOrEqual(17);
-    const constant = await count({ initialDelay: 200, maxDelay: 200 });
-    expect(constant).toBeGreaterThanOrEqual(4);
-    expect(constant).toBeLessThanOrEqual(7);
+    try {
+      const defaults = await count();
+      expect(defaults).toBeGreaterThanOrEqual(8);
+      expect(defaults).toBeLessThanOrEqual(17);
+      const constant = await count({ initialDelay: 200, maxDelay: 200 });
+      expect(constant).toBeGreaterThanOrEqual(4);
+      expect(constant).toBeLessThanOrEqual(7);
+    } finally {
+      await monitor.close();
+    }
   });
 
   it('a wait time of 0 makes exactly one attempt', async () => {
