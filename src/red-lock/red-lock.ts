@@ -206,7 +206,7 @@ export class RRedLock extends GroupLock {
     // What answered by then (an attempt whose reply was already in settles within the microtasks before
     // a timer); when the caller aborted, everything (then every straggler has been undone).
     const results = signal?.aborted ? await Promise.allSettled(attempts) : await settleWithin(attempts, 0);
-    results.forEach((r, i) => r === undefined && stragglers.push(this.straggler(ctxs, i, attempts[i]!)));
+    results.forEach((r, i) => r === undefined && stragglers.push(this.straggler(ctxs, i, attempts[i])));
     const grants = results.map((r) => (r?.status === 'fulfilled' ? r.value : undefined));
     const held = grants.flatMap((g, i) => (g ? [i] : []));
     const answered = results.filter((r) => r?.status === 'fulfilled').length;
@@ -234,7 +234,7 @@ export class RRedLock extends GroupLock {
   private async straggler(ctxs: LockContext[], i: number, attempt: Promise<Grant | undefined>): Promise<void> {
     const grant = await attempt.catch(() => undefined);
     if (!grant) return;
-    const [result] = await settleWithin([steps.release(this.locks[i]!, ctxs[i]!)], RELEASE_WAIT_MS);
+    const [result] = await settleWithin([steps.release(this.locks[i], ctxs[i])], RELEASE_WAIT_MS);
     if (result?.status === 'rejected') this.core.log.warn({ redLock: this.name, err: result.reason as unknown }, 'could not release a RRedLock node granted after its round; it expires with its lease');
   }
 }
