@@ -143,7 +143,6 @@ export class RRedLock extends GroupLock {
     await settleWithin(members.map((m) => m.release()), RELEASE_WAIT_MS);
   }
 
-  /** Rounds until a quorum is held with positive validity, or the wait ran out (undefined). */
   /**
    * Rounds until a quorum is held with positive validity, or the wait ran out (undefined). Attempts a round
    * cut go on in the background (see `round`); a call that ends without the lock (undefined, an error, the
