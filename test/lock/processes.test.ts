@@ -1,3 +1,4 @@
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { describe, expect, it } from '@jest/globals';
 import { useRedis } from '../support/harness.js';
 import { lockClient, uniqueName, Worker } from '../support/helpers.js';
@@ -22,20 +23,31 @@ describe('across processes', () => {
   }, 40_000);
 
   it('a holder killed with SIGKILL frees the lock for a waiter within one lease (known failure 14)', async () => {
+    // The waiter gets no message (the holder dies): its timer on the holder's TTL wakes it at the lease's
+    // end. A round in which this process's event loop stalled past 200 ms while it waited (a clean-clone
+    // whole-suite run on 2 cores once woke it 1,307 ms after the kill) says nothing of that timer and is
+    // repeated, at most 3 rounds; without the timer the waiter waits its whole 10 s.
     const lease = 1000;
-    const holder = await worker({ lockWatchdogTimeout: lease });
-    const name = uniqueName();
-    holder.send({ cmd: 'acquire', name });
-    expect((await holder.next('acquired')).ok).toBe(true);
-    const client = lockClient(env.redis);
-    const waiting = client.getLock(name).tryLock(10, 'seconds');
-    const ttlAtKill = Number(await env.redis.pTTL(client.getLock(name).key));
-    const killedAt = performance.now();
-    holder.kill('SIGKILL');
-    expect(await waiting).toBe(true);
-    const recovery = performance.now() - killedAt;
-    expect(recovery).toBeLessThan(lease + 100);
-    expect(recovery).toBeGreaterThan(ttlAtKill - 100);
+    for (let round = 1; ; round++) {
+      const holder = await worker({ lockWatchdogTimeout: lease });
+      const name = uniqueName();
+      holder.send({ cmd: 'acquire', name });
+      expect((await holder.next('acquired')).ok).toBe(true);
+      const client = lockClient(env.redis);
+      const lag = monitorEventLoopDelay({ resolution: 5 });
+      lag.enable();
+      const waiting = client.getLock(name).tryLock(10, 'seconds');
+      const ttlAtKill = Number(await env.redis.pTTL(client.getLock(name).key));
+      const killedAt = performance.now();
+      holder.kill('SIGKILL');
+      expect(await waiting).toBe(true);
+      const recovery = performance.now() - killedAt;
+      lag.disable();
+      if (recovery >= lease + 100 && lag.max / 1e6 > 200 && round < 3) continue;
+      expect(recovery).toBeLessThan(lease + 100);
+      expect(recovery).toBeGreaterThan(ttlAtKill - 100);
+      break;
+    }
   });
 
   it('a holder frozen past its lease (SIGSTOP) loses the lock: another acquires, and on resume it is told and does not revive the key (known failure 7)', async () => {
