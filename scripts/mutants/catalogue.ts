@@ -472,10 +472,19 @@ export const CATALOGUE: readonly CatalogueEntry[] = [
     mechanism: 'RedLock: a call that ends without the lock waits for the attempts its rounds cut, so no late grant is left when it returns',
     file: 'src/red-lock/red-lock.ts',
     find: `    } catch (error) {
-      await Promise.all(stragglers);`,
+      await drained();`,
     replace: '    } catch (error) {',
     tests: [QUORUM],
     pattern: '^RedLock: a node that does not answer in the round costs the node timeout.*two answering after the round',
+  },
+  {
+    id: 'redlock-one-attempt-per-member',
+    mechanism: 'RedLock: a member whose attempt of an earlier round is still unsettled gets the next attempt only once it settled (never two acquisitions of one owner on one member in flight)',
+    file: 'src/red-lock/red-lock.ts',
+    find: '      if (!earlier) return attempt(i);',
+    replace: '      if (true) return attempt(i);',
+    tests: [QUORUM],
+    pattern: '^RedLock: a node that does not answer in the round costs the node timeout.*slow third master',
   },
   {
     id: 'redlock-lost-release',

@@ -145,13 +145,15 @@ export class RRedLock extends GroupLock {
 
   /**
    * Rounds until a quorum is held with positive validity, or the wait ran out (undefined). Attempts a round
-   * cut go on in the background (see `round`); a call that ends without the lock (undefined, an error, the
-   * caller's abort) first waits for them, so that no late grant of it is left when it returns.
+   * cut go on in the background (see `round`), at most one per member; a call that ends without the lock
+   * (undefined, an error, the caller's abort) first waits for them, so that no late grant of it is left
+   * when it returns.
    */
   protected async take(ctxs: LockContext[], waitMs: number, leaseMs: number | undefined, signal: AbortSignal | undefined): Promise<Taken | undefined> {
     const started = monotonic();
     const deadline = Number.isFinite(waitMs) ? started + waitMs : undefined;
-    const stragglers: Array<Promise<void>> = [];
+    const stragglers = new Array<Promise<void> | undefined>(this.locks.length);
+    const drained = (): Promise<unknown> => Promise.all(stragglers.filter((s) => s !== undefined));
     let unreachable = 0;
     try {
       for (let rounds = 1; ; rounds++) {
@@ -165,7 +167,7 @@ export class RRedLock extends GroupLock {
         const left = deadline === undefined ? Infinity : deadline - monotonic();
         if (left <= 0 || (deadline === undefined && unreachable >= UNREACHABLE_ROUNDS)) {
           if (!quorumUnreachable) {
-            await Promise.all(stragglers);
+            await drained();
             return undefined;
           }
           throw new RedisUnavailableError(`RRedLock ${this.name} (${round.answered} of ${this.locks.length} nodes answered, ${this.quorum} needed)`, { cause: round.error });
@@ -173,7 +175,7 @@ export class RRedLock extends GroupLock {
         await pause(Math.min(roundDelay(rounds, RETRY_BASE_MS, RETRY_CAP_MS), left), signal);
       }
     } catch (error) {
-      await Promise.all(stragglers);
+      await drained();
       throw error;
     }
   }
@@ -181,13 +183,17 @@ export class RRedLock extends GroupLock {
   /**
    * One round: one attempt on every node at once; once the outcome is known (see `decided`) the attempts
    * still in flight are aborted, then the quorum and validity are checked on the answers in hand. The
-   * round does not wait for the aborted attempts: each goes on in the background, pushed to `stragglers`
-   * (a late grant is undone by its lock, waiting up to the client's `responseTimeout` for a reply that
-   * may never come; a grant that was already on its way back is released), so a silent node costs the
-   * round the node timeout alone. When the caller aborted, the round waits for them (issue 27: nothing
-   * of an aborted call is left when it rejects).
+   * round does not wait for the aborted attempts: each goes on in the background as `stragglers[i]`
+   * until it settles (a late grant is undone by its lock, waiting up to the client's `responseTimeout` for
+   * a reply that may never come; a grant that was already on its way back is released), so a silent node
+   * costs the round the node timeout alone. A member whose straggler has not settled gets its attempt only
+   * once it has (a node still silent thus answers no round, as before): an owner never has two
+   * acquisitions of one member in flight, so a late grant and its undo cannot interleave with the next
+   * round's grant on that member (with a `responseTimeout` below the node timeout, a retried attempt's
+   * mark could otherwise make the late grant's undo skip, leaving a hold count above the client's). When the caller aborted,
+   * the round waits for every attempt (issue 27: nothing of an aborted call is left when it rejects).
    */
-  private async round(ctxs: LockContext[], leaseMs: number | undefined, signal: AbortSignal | undefined, stragglers: Array<Promise<void>>): Promise<Round> {
+  private async round(ctxs: LockContext[], leaseMs: number | undefined, signal: AbortSignal | undefined, stragglers: Array<Promise<void> | undefined>): Promise<Round> {
     const { locks } = this;
     signal?.throwIfAborted();
     const lease = leaseMs ?? Math.min(...locks.map((lock) => steps.watchdogLease(lock)));
@@ -196,7 +202,13 @@ export class RRedLock extends GroupLock {
     const onAbort = (): void => nodes.abort(signal!.reason);
     signal?.addEventListener('abort', onAbort, { once: true });
     const start = monotonic();
-    const attempts = locks.map((lock, i) => steps.acquire(lock, ctxs[i], 0, leaseMs, nodes.signal));
+    const attempt = (i: number): Promise<Grant | undefined> => steps.acquire(locks[i], ctxs[i], 0, leaseMs, nodes.signal);
+    const attempts = locks.map((_, i) => {
+      const earlier = stragglers[i];
+      if (!earlier) return attempt(i);
+      // Sent once the member's attempt of an earlier round has settled (not at all if this round ended first).
+      return earlier.then(() => (nodes.signal.aborted ? Promise.reject(nodes.signal.reason as Error) : attempt(i)));
+    });
     const impossible = await decided(attempts, this.quorum, start, timeout);
     const validUntil = start + lease - (DRIFT_FACTOR * lease + DRIFT_MS);
     signal?.removeEventListener('abort', onAbort);
@@ -205,7 +217,13 @@ export class RRedLock extends GroupLock {
     // What answered by then (an attempt whose reply was already in settles within the microtasks before
     // a timer); when the caller aborted, everything (then every straggler has been undone).
     const results = signal?.aborted ? await Promise.allSettled(attempts) : await settleWithin(attempts, 0);
-    results.forEach((r, i) => r === undefined && stragglers.push(this.straggler(ctxs, i, attempts[i])));
+    results.forEach((r, i) => {
+      if (r !== undefined) return;
+      const straggler = this.straggler(ctxs, i, attempts[i]).then(() => {
+        if (stragglers[i] === straggler) stragglers[i] = undefined;
+      });
+      stragglers[i] = straggler;
+    });
     const grants = results.map((r) => (r?.status === 'fulfilled' ? r.value : undefined));
     const held = grants.flatMap((g, i) => (g ? [i] : []));
     const answered = results.filter((r) => r?.status === 'fulfilled').length;

@@ -1,7 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import { LockAcquireTimeoutError, LockLostError, RedisUnavailableError, runInContext, type LockClient, type RRedLock } from '../../src/index.js';
 import { nodeTimeout } from '../../src/red-lock/red-lock.js';
-import { closeAll, connect, lockClient, uniqueName, waitUntil, type Redis } from '../support/helpers.js';
+import { closeAll, connect, lockClient, sleep, uniqueName, waitUntil, type Redis } from '../support/helpers.js';
 import { startRedis, type RedisServer } from '../support/redis.js';
 import { startProxy, type TcpProxy } from '../support/tcp-proxy.js';
 
@@ -201,6 +201,37 @@ describe('RedLock: a node that does not answer in the round costs the node timeo
     // Two of three did not answer in the round: Redis unavailable (not busy) for the quorum.
     await expect(redLock.tryLock(0, lease, 'ms')).rejects.toBeInstanceOf(RedisUnavailableError);
     expect(await Promise.all(redis.slice(0, 3).map((r) => r.exists(name)))).toEqual([0, 0, 0]);
+  });
+  it('a slow third master while the two others are busy: rounds go on, but the third gets no new attempt while its last is unanswered (its hold count never above 1)', async () => {
+    const name = uniqueName();
+    const lease = 1000;
+    const nodes = [...clients(2), await ownProxied(2)];
+    const redLock = redLockOf(nodes, name);
+    expect(await redLock.tryLock(0, lease, 'ms')).toBe(true);
+    await redLock.unlock();
+    const holders = clients(2);
+    await Promise.all(holders.map((c) => c.getLock(name).lock(10, 's')));
+    // Each request and reply waits 300 ms in the proxy: an attempt on the third master is granted there
+    // 300 ms after it is sent, long after its round (node timeout 100 ms) ended; rounds follow every
+    // 10–200 ms. An attempt sent to it while the last one is unanswered would re-enter that late grant.
+    proxies[2]!.latencyMs = 300;
+    let highest = 0;
+    let polling = true;
+    const poll = (async () => {
+      while (polling) {
+        const fields = await redis[2]!.hGetAll(name);
+        for (const [field, value] of Object.entries(fields)) if (field !== 'kind') highest = Math.max(highest, Number(value));
+        await sleep(2);
+      }
+    })();
+    try {
+      expect(await redLock.tryLock(1500, lease, 'ms')).toBe(false);
+    } finally {
+      polling = false;
+      await poll;
+    }
+    expect(highest).toBe(1);
+    expect(await redis[2]!.exists(name)).toBe(0);
   });
 });
 
