@@ -183,15 +183,15 @@ export class RRedLock extends GroupLock {
   /**
    * One round: one attempt on every node at once; once the outcome is known (see `decided`) the attempts
    * still in flight are aborted, then the quorum and validity are checked on the answers in hand. The
-   * round does not wait for the aborted attempts: each goes on in the background as `stragglers[i]`
-   * until it settles (a late grant is undone by its lock, waiting up to the client's `responseTimeout` for
-   * a reply that may never come; a grant that was already on its way back is released), so a silent node
-   * costs the round the node timeout alone. A member whose straggler has not settled gets its attempt only
-   * once it has (a node still silent thus answers no round, as before): an owner never has two
-   * acquisitions of one member in flight, so a late grant and its undo cannot interleave with the next
-   * round's grant on that member (with a `responseTimeout` below the node timeout, a retried attempt's
-   * mark could otherwise make the late grant's undo skip, leaving a hold count above the client's). When the caller aborted,
-   * the round waits for every attempt (issue 27: nothing of an aborted call is left when it rejects).
+   * round does not wait for the aborted attempts: each goes on in the background as `stragglers[i]` (a
+   * late grant is undone by its lock, waiting up to the client's `responseTimeout` for a reply that may
+   * never come; a grant that was already on its way back is released), so a silent node costs the round
+   * the node timeout alone. A member's next attempt is sent only once its straggler has settled (a node
+   * still silent thus answers no round, as before): an owner never has two acquisitions of one member in
+   * flight, so a late grant and its undo cannot interleave with the next round's grant on that member
+   * (with a `responseTimeout` below the node timeout, a retried attempt's mark could otherwise make the
+   * late grant's undo skip, leaving a hold count above the client's). When the caller aborted, the round
+   * waits for every attempt (issue 27: nothing of an aborted call is left when it rejects).
    */
   private async round(ctxs: LockContext[], leaseMs: number | undefined, signal: AbortSignal | undefined, stragglers: Array<Promise<void> | undefined>): Promise<Round> {
     const { locks } = this;
@@ -206,7 +206,7 @@ export class RRedLock extends GroupLock {
     const attempts = locks.map((_, i) => {
       const earlier = stragglers[i];
       if (!earlier) return attempt(i);
-      // Sent once the member's attempt of an earlier round has settled (not at all if this round ended first).
+      // Sent once the member's last cut attempt has settled (at once if it has; not at all if this round ended first).
       return earlier.then(() => (nodes.signal.aborted ? Promise.reject(nodes.signal.reason as Error) : attempt(i)));
     });
     const impossible = await decided(attempts, this.quorum, start, timeout);
@@ -218,11 +218,7 @@ export class RRedLock extends GroupLock {
     // a timer); when the caller aborted, everything (then every straggler has been undone).
     const results = signal?.aborted ? await Promise.allSettled(attempts) : await settleWithin(attempts, 0);
     results.forEach((r, i) => {
-      if (r !== undefined) return;
-      const straggler = this.straggler(ctxs, i, attempts[i]).then(() => {
-        if (stragglers[i] === straggler) stragglers[i] = undefined;
-      });
-      stragglers[i] = straggler;
+      if (r === undefined) stragglers[i] = this.straggler(ctxs, i, attempts[i]);
     });
     const grants = results.map((r) => (r?.status === 'fulfilled' ? r.value : undefined));
     const held = grants.flatMap((g, i) => (g ? [i] : []));
