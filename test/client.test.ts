@@ -147,7 +147,9 @@ describe('createLockClient', () => {
     // With `url` relock imports the client library on first use, inside the first call's response timeout:
     // a cold import can take longer than this test's 200 ms. Load it first, as any earlier client would have.
     await import('redis');
-    const client = urlClient({ url: `redis://127.0.0.1:${port}`, responseTimeout: 200, retry: { retries: 2, minTimeout: 20, maxTimeout: 50 } });
+    // A refused connection answers in well under a millisecond; a response timeout of 200 ms was once
+    // outrun by a stalled loop in a whole-suite run (the cause was then the timeout, not ECONNREFUSED).
+    const client = urlClient({ url: `redis://127.0.0.1:${port}`, responseTimeout: 1000, retry: { retries: 2, minTimeout: 20, maxTimeout: 50 } });
     const started = performance.now();
     const error = await client.getLock(uniqueName()).tryLock().catch((e: unknown) => e);
     expect(error).toBeInstanceOf(RedisUnavailableError);
