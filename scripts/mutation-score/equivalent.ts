@@ -35,6 +35,14 @@ export const EQUIVALENT: readonly Equivalent[] = [
     reason: 'an aborted call counted retryable: p-retry checks the signal before every attempt and in every delay, and translate() answers the signal\'s reason for an aborted call whatever the error',
   },
   { file: 'src/lock/protocol/acquire.ts', mutatorName: 'EqualityOperator', original: 'mark.until <= started', line: 'if (mark && mark.until <= started) settle(ctx, holdKey);', replacement: 'mark.until < started', reason: CLOCK_BOUNDARY },
+  {
+    file: 'src/lock/protocol/undo.ts',
+    mutatorName: 'EqualityOperator',
+    original: 'mark.until > monotonic()',
+    line: 'if (mark.until > monotonic()) void undo(lock, lock.ownerOf(ctx), mark.until);',
+    replacement: 'mark.until >= monotonic()',
+    reason: `${CLOCK_BOUNDARY}: the possible grant's lease ends at that instant, so the one unlock the mutant sends releases a hold at its last instant or finds none`,
+  },
   { file: 'src/red-lock/red-lock.ts', mutatorName: 'EqualityOperator', original: 'validUntil > monotonic()', line: 'if (!signal?.aborted && held.length >= this.quorum && validUntil > monotonic()) return { holding: { held, grants }, validUntil, answered, unavailable, error: undefined };', replacement: 'validUntil >= monotonic()', reason: CLOCK_BOUNDARY },
   {
     file: 'src/watchdog/watchdog.ts',
@@ -43,6 +51,14 @@ export const EQUIVALENT: readonly Equivalent[] = [
     line: 'for (const renewal of this.retrying) if (renewal.nextAt <= now) due.push(renewal);',
     replacement: 'renewal.nextAt < now',
     reason: `${CLOCK_BOUNDARY}; on equality the renewal goes out on the timer's next turn, armed at once for its nextAt`,
+  },
+  {
+    file: 'src/context.ts',
+    mutatorName: 'BooleanLiteral',
+    original: 'true',
+    line: 'return (Array.isArray(flags) ? flags.at(-1) : flags) ?? true;',
+    replacement: 'false',
+    reason: 'a release with no hold record and no handle: the watchdog renews (key, owner) only from the registration before an acquisition is sent to its record or abandonment, and unlock first waits for the owner\'s acquisitions in flight, so Watchdog.release finds nothing either way, and recordReleased returns at once without a record',
   },
   {
     file: 'src/observe/otel.ts',

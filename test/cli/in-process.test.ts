@@ -15,6 +15,7 @@ import { afterEach, beforeAll, describe, expect, it, jest } from '@jest/globals'
 import { randomBytes } from 'node:crypto';
 import { parseCommandLine } from '../../src/cli/args.js';
 import { showProgress } from '../../src/cli/output.js';
+import { duration } from '../../src/cli/render.js';
 import { program, run } from '../../src/cli/program.js';
 import { runInContext } from '../../src/index.js';
 import { useRedis } from '../support/harness.js';
@@ -81,6 +82,7 @@ describe('relock inspect, in-process', () => {
     expect(lines).toContain('  holders    1');
     expect(lines).toContain(`    ${first.owner}   2 holds`);
     expect(lines).toContain(`    ${lock.channel}   0 subscribers`);
+    expect(lines.filter((line) => /^ {2}count\b/.test(line))).toEqual([]); // a latch's section only
     const json = JSON.parse(await ok('inspect', lock.name, '--json')) as Record<string, unknown>;
     expect(json).toMatchObject({ type: 'lock', exists: true, holders: [{ owner: first.owner, holds: 2 }], channels: [{ channel: lock.channel, subscribers: 0 }] });
     await first.release();
@@ -129,6 +131,7 @@ describe('relock inspect, in-process', () => {
     const taken = await semaphore.acquire({ permits: 3, leaseMs: 30_000 });
     const text = await ok('inspect', semaphore.name, '--limit', '1');
     expect(text).toContain(`\n  (${semaphore.key} has 3 entries: the first 1 shown; raise --limit to see more)\n`);
+    expect(text).toMatch(/^ {2}permits\s+3 in all, 3 taken, 0 free$/m);
     await taken.release();
   });
 
@@ -262,6 +265,10 @@ describe('relock command line, in-process', () => {
     process.env.REDIS_URL = 'redis://from-env:1';
     expect(options('inspect', 'x').url).toBe('redis://from-env:1');
     expect(options('inspect', 'x', '--url', 'redis://given:2').url).toBe('redis://given:2');
+  });
+
+  it('prints a duration in the unit people read: ms below 1 s, s below 1 min, then m and s, then h and m; below 0 `expired`', () => {
+    expect([-1, 0, 999.4, 1000, 59_949, 60_000, 3_599_999, 3_600_000].map(duration)).toEqual(['expired', '0 ms', '999 ms', '1.0 s', '59.9 s', '1 m 00 s', '59 m 59 s', '1 h 00 m']);
   });
 
   it('accepts a --type among its choices and refuses any other', () => {

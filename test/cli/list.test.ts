@@ -34,6 +34,7 @@ const expected: Record<string, string> = {
   'c:pes': 'expirable-semaphore',
   'c:counter': 'count-down-latch',
   '{d}:tagged': 'lock',
+  'e:election': 'leader-election',
 };
 
 beforeAll(async () => {
@@ -59,6 +60,7 @@ beforeAll(async () => {
   held.push(await pes.acquire());
   await client.getCountDownLatch('c:counter').trySetCount(2);
   held.push(await client.getLock('{d}:tagged').acquire());
+  await (await client.getLeaderElection('e:election').campaign()).resign(); // only its term counter is left
   await redis.set(`${prefix}z:not-relock`, 'hello');
   await redis.rPush(`${prefix}z:list`, 'x');
   while ((await redis.lLen(`${prefix}relock:queue:{${prefix}b:fair}`)) === 0) await new Promise((r) => setTimeout(r, 5));
@@ -109,6 +111,7 @@ describe('relock list', () => {
     expect(byName.get('c:pes')).toMatchObject({ summary: '1 of 2 permits taken' });
     expect(byName.get('a:spin')).toMatchObject({ summary: 'held by 1 owner' });
     expect(byName.get('c:counter')).toMatchObject({ ttlMs: null, summary: 'count 2' });
+    expect(byName.get('e:election')).toMatchObject({ exists: false, ttlMs: null, summary: 'no leader, last term 1' });
   });
 
   it('filters by a glob over names and by --type', async () => {
@@ -132,7 +135,7 @@ describe('relock list', () => {
       ['c:sem', '0 free permits'],
     ]);
     const table = await runCli(['list', '--url', server.url, '--prefix', prefix]);
-    expect(table.stdout).toMatch(/^9 relock objects \(\d+ keys scanned on 1 node\); 3 integer keys not shown \(a semaphore keeps only an integer, like any counter: --type semaphore lists them\)$/m);
+    expect(table.stdout).toMatch(/^10 relock objects \(\d+ keys scanned on 1 node\); 3 integer keys not shown \(a semaphore keeps only an integer, like any counter: --type semaphore lists them\)$/m);
   });
 
   it('keeps a name of the longest length relock takes, and names with control characters, on one line of the table, cut with … and escaped', async () => {
@@ -173,13 +176,13 @@ describe('relock list', () => {
     expect(piped.stdout).toMatch(/^TYPE\s+NAME\s+TTL\s+STATE$/m);
     expect(piped.stdout).toMatch(/^fenced-lock\s+a:fenced\s+-\s+not held, last token 1$/m);
     expect(piped.stdout).toMatch(/^semaphore\s+c:awaited\s+no TTL\s+0 free permits$/m);
-    expect(piped.stdout).toMatch(/^9 relock objects \(\d+ keys scanned on 1 node\); 3 integer keys not shown \(.+--type semaphore lists them\)$/m);
+    expect(piped.stdout).toMatch(/^10 relock objects \(\d+ keys scanned on 1 node\); 3 integer keys not shown \(.+--type semaphore lists them\)$/m);
     const terminal = await runCliInTerminal(['list', '--url', server.url, '--prefix', prefix]);
     expect(terminal.code).toBe(0);
     expect(terminal.stdout).toMatch(/\rscanning 127\.0\.0\.1:\d+: \d+ keys read, \d+ relock objects/);
     const terminalJson = await runCliInTerminal(['list', '--json', '--url', server.url, '--prefix', prefix]);
     expect(terminalJson.code).toBe(0);
     expect(terminalJson.stdout).not.toContain('scanning');
-    expect(JSON.parse(terminalJson.stdout).objects).toHaveLength(9);
+    expect(JSON.parse(terminalJson.stdout).objects).toHaveLength(10);
   });
 });

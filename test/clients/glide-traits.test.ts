@@ -8,8 +8,9 @@
 import { describe, expect, it } from '@jest/globals';
 import { ClientClosedError, createLockClient, InvalidArgumentError, WrongTypeError, type LockClient, type RLock } from '../../src/index.js';
 import { useClusterTopology, useStandaloneTopology, type Topology } from '../shared/topology.js';
-import { glide as glideAdapter } from '../../src/redis/clients/glide.js';
-import { Decoder, GlideClient } from '@valkey/valkey-glide';
+import { glide as glideAdapter, glideError } from '../../src/redis/clients/glide.js';
+import { ResponseTimeoutError } from '../../src/redis/failures.js';
+import { Decoder, GlideClient, TimeoutError } from '@valkey/valkey-glide';
 import { afterAll, afterEach, beforeAll } from '@jest/globals';
 import { GLIDE, type OpenedClient } from '../shared/clients.js';
 import { pino } from 'pino';
@@ -140,6 +141,16 @@ function nodeRedisClient(t: Topology, options?: Parameters<Topology['client']>[0
 }
 afterEach(async () => {
   await Promise.all(nodeRedisClients.splice(0).map((c) => c.shutdown()));
+});
+
+describe("GLIDE's errors as relock classifies them", () => {
+  it("a GLIDE TimeoutError is a ResponseTimeoutError (ambiguous: retried only when idempotent); an error-like value without a constructor is passed on as it is", () => {
+    const timeout = glideError(new TimeoutError('timed out'));
+    expect(timeout).toBeInstanceOf(ResponseTimeoutError);
+    expect((timeout as Error).message).toBe("no reply from Redis within the GLIDE client's requestTimeout (timed out)");
+    const bare = Object.assign(Object.create(null) as object, { message: 'no prototype' });
+    expect(glideError(bare)).toBe(bare);
+  });
 });
 
 describe('recognising a GLIDE client', () => {

@@ -156,6 +156,17 @@ export function fencedSqlContract(title: string, open: () => Promise<SqlDatabase
       expect(await highest(name)).toBe(String(2n ** 63n - 1n));
     });
 
+    it('refuses a pool that is not one and a function that is not one, naming each, with nothing written', async () => {
+      const name = resource();
+      for (const [pool, got] of [[null, 'got null'], [undefined, 'got undefined'], ['postgres://x', 'got string']] as const) {
+        const error = { code: 'INVALID_ARGUMENT', argument: 'pool', message: expect.stringContaining(got) as unknown };
+        await expect(fencedTransaction(pool as never, name, 1n, async () => {})).rejects.toMatchObject(error);
+        await expect(fencedStatement(pool as never, name, 1n, `DELETE FROM account WHERE id = ${db.placeholder(1)}`, [name])).rejects.toMatchObject(error);
+      }
+      await expect(fencedTransaction(db.pool, name, 1n, 'not a function' as never)).rejects.toMatchObject({ code: 'INVALID_ARGUMENT', argument: 'fn', message: expect.stringContaining('got string') as unknown });
+      expect(await highest(name)).toBeUndefined();
+    });
+
     it('refuses a resource name over 255 characters and accepts 255 multi-byte ones; nothing written', async () => {
       const long = 'r'.repeat(256);
       await expect(fencedTransaction(db.pool, long, 1n, async () => {})).rejects.toMatchObject({ code: 'INVALID_ARGUMENT', argument: 'resource' });
@@ -174,7 +185,7 @@ export function fencedSqlContract(title: string, open: () => Promise<SqlDatabase
         await write(name, 'one')(tx);
       }, { table: 'no_such_fences' });
       await expect(attempt).rejects.toBeInstanceOf(FenceTableMissingError);
-      await expect(attempt).rejects.toMatchObject({ code: 'FENCE_TABLE_MISSING', table: 'no_such_fences' });
+      await expect(attempt).rejects.toMatchObject({ code: 'FENCE_TABLE_MISSING', table: 'no_such_fences', message: expect.stringMatching(/^fence table no_such_fences does not exist: create it with migrate\(pool\)/) as unknown });
       await expect(fencedStatement(db.pool, name, 1n, `DELETE FROM account WHERE id = ${db.placeholder(1)}`, [name], { table: 'no_such_fences' })).rejects.toBeInstanceOf(FenceTableMissingError);
       expect(ran).toBe(false);
       expect(await balance(name)).toBeUndefined();

@@ -62,6 +62,8 @@ describe('RPermitExpirableSemaphore', () => {
     expect(await semaphore.getPermits()).toBe(2);
     await semaphore.release([a, b]);
     expect(await semaphore.availablePermits()).toBe(2);
+    for (const ttl of [0, -5]) await expect(semaphore.trySetPermits(4, ttl, 's')).rejects.toMatchObject({ code: 'INVALID_ARGUMENT', argument: 'timeToLive' });
+    expect(await semaphore.getPermits()).toBe(2);
   });
 
   it('releasing an unknown or expired id: tryRelease gives false, release a PermitNotHeldError, at once (known failure 1)', async () => {

@@ -101,6 +101,7 @@ for (const mode of ['eval', 'functions'] as const) {
       const lock = c.getLock(uniqueName());
       const error = await lock.tryLock(0, 5, 'seconds').catch((e: unknown) => e);
       expect(error).toMatchObject({ constructor: PermissionError, command: mode === 'eval' ? expect.stringMatching(/^eval(sha)?$/) : 'fcall', permission: 'key' });
+      expect((error as Error).message).toContain('lacks a key pattern (~<keyPrefix>*) covering the keys of');
       expect(await env.redis.exists(lock.key)).toBe(0);
     });
 
