@@ -5,7 +5,7 @@
  * node-redis's on the same deployment. The acceptance items and the contract are in glide.test.ts and
  * glide-cluster.test.ts.
  */
-import { describe, expect, it } from '@jest/globals';
+import { describe, expect, it, jest } from '@jest/globals';
 import { ClientClosedError, createLockClient, InvalidArgumentError, WrongTypeError, type LockClient, type RLock } from '../../src/index.js';
 import { useClusterTopology, useStandaloneTopology, type Topology } from '../shared/topology.js';
 import { glide as glideAdapter, glideError } from '../../src/redis/clients/glide.js';
@@ -104,6 +104,30 @@ function traits(topology: () => Topology, base: () => Topology): void {
     expect(await connection.sendKeyless(channel, ['PUBSUB', verb, channel])).toEqual([channel, 1]);
     await connection.close();
     await waitUntil(async () => (await t().subscribers(channel)) === 0, 5000, 5, 'the subscriber to close');
+  });
+
+  it("checks its subscriber's subscriptions every second only while a channel is subscribed: none after the last unsubscribe", async () => {
+    const user = setup.glide();
+    const UserClass = user.constructor as unknown as { createClient(config: unknown): Promise<GlideClient> };
+    const made = jest.spyOn(UserClass, 'createClient');
+    const checks = jest.spyOn(Object.getPrototypeOf(user) as GlideClient, 'getSubscriptions');
+    try {
+      const connection = glideAdapter.open(user, () => {});
+      const channel = `relock:channel:${newName()}`;
+      const listener = (): void => {};
+      await connection.subscribe(channel, listener);
+      const subscriber = await (made.mock.results[0]!.value as Promise<GlideClient>);
+      const own = (): number => checks.mock.contexts.filter((context) => context === subscriber).length;
+      await waitUntil(() => own() >= 1, 5000, 10, "the subscriber's first check");
+      await connection.unsubscribe(channel, listener);
+      const after = own();
+      await sleep(2500); // two and a half check intervals (1 s): the mutant that keeps the timer checks twice more
+      expect(own()).toBe(after);
+      await connection.close();
+    } finally {
+      made.mockRestore();
+      checks.mockRestore();
+    }
   });
 
   it('measures the unlock→waiter hand-off on GLIDE and on node-redis (20 rounds each)', async () => {

@@ -8,10 +8,10 @@ import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { pino } from 'pino';
-import { PermissionError, RedisCommandError, type LockClientOptions } from '../../src/index.js';
+import { IllegalMonitorStateError, PermissionError, RedisCommandError, runInContext, type LockClientOptions } from '../../src/index.js';
 import { aclRule, DIRECT_COMMANDS, SCRIPT_COMMANDS } from '../support/acl.js';
 import { useRedis } from '../support/harness.js';
-import { commandCalls, connect, lockClient, uniqueName, type Redis } from '../support/helpers.js';
+import { commandCalls, connect, lockClient, uniqueName, waitUntil, type Redis } from '../support/helpers.js';
 
 const env = useRedis();
 let users = 0;
@@ -51,6 +51,19 @@ describe('the least-privilege rule', () => {
     const evalCluster = aclRule('eval', 'myapp:', 'secret', true).join(' ');
     expect(evalCluster).toBe(aclRule('functions', 'myapp:', 'secret', true).join(' ').replace('+fcall +fcall_ro +function|load', '+evalsha +eval'));
   });
+});
+
+describe('latch cleanup without UNLINK', () => {
+  it('a user refused UNLINK: the latch of an unlock that answered nil is left to its TTL, and the failure is logged at debug with the error and the number of latches', () => runInContext(async () => {
+    const lines: string[] = [];
+    const logger = pino({ level: 'debug' }, { write: (line: string) => void lines.push(line) });
+    const c = client(await userClient('eval', ['-unlink']), { logger });
+    const lock = c.getLock(uniqueName());
+    await expect(lock.unlock()).rejects.toBeInstanceOf(IllegalMonitorStateError);
+    const logged = (): string | undefined => lines.find((line) => line.includes('could not delete unlock latches'));
+    await waitUntil(() => logged() !== undefined, 5000, 10, 'the debug line');
+    expect(JSON.parse(logged()!)).toMatchObject({ level: 20, latches: 1, err: { message: expect.stringContaining('NOPERM') as unknown } });
+  }));
 });
 
 describe('scripting permission', () => {
