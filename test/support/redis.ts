@@ -11,7 +11,7 @@
  * Otherwise it fails with a message that says how to get Redis.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { basename, dirname, join } from 'node:path';
@@ -92,10 +92,30 @@ async function isFree(port: number): Promise<boolean> {
   });
 }
 
-/** A free port P whose cluster bus port P + 10000 is free too. */
+/**
+ * The lowest port of the kernel's ephemeral range (Linux: /proc/sys/net/ipv4/ip_local_port_range;
+ * 32768 elsewhere, the common default): ports from there up are handed to outgoing connections.
+ */
+function ephemeralFloor(): number {
+  try {
+    const low = Number(readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/)[0]);
+    return Number.isInteger(low) && low > 1024 ? low : 32_768;
+  } catch {
+    return 32_768;
+  }
+}
+
+/**
+ * A free port P whose cluster bus port P + 10000 is free too, both below the ephemeral range when it
+ * leaves room (20000 up to the range's floor − 10000: 20000–22767 on Linux's default): a port checked
+ * free inside that range can be taken by any outgoing connection before redis-server binds it ("Address
+ * already in use", seen once in a clean-clone run on 2026-12-06).
+ */
 export async function freeClusterPort(): Promise<number> {
+  const span = ephemeralFloor() - 10_000 - 20_000;
+  const width = span >= 1_000 ? span : 25_000;
   for (;;) {
-    const port = 20_000 + Math.floor(Math.random() * 25_000);
+    const port = 20_000 + Math.floor(Math.random() * width);
     if ((await isFree(port)) && (await isFree(port + 10_000))) return port;
   }
 }
