@@ -65,12 +65,16 @@ function testFiles(dir: string): string[] {
   });
 }
 
+/** The one-kind-per-name matrix on a standalone Redis: every folder's Lua pass runs it. */
+const KIND_MATRIX = 'test/contract/kinds.test.ts';
+
 /**
  * The jest tests of a primitive's folder: `test/<folder>/`, its model test `test/model/<folder>-model.test.ts`
  * when there is one, every other test file that imports from `src/<folder>/` itself (such as
  * test/lock/lost-grant.test.ts for the fair and fenced locks' acquire scripts), and, when the folder's kind
  * is a lock variant of test/contract/variants.ts, every test file that runs all variants by importing it
- * (test/lock/unlock-guard.test.ts).
+ * (test/lock/unlock-guard.test.ts); and for every folder the one-kind-per-name matrix
+ * (test/contract/kinds.test.ts), which calls every kind's scripts on a name another kind holds.
  */
 export function testsOf(folder: string): string[] {
   const imports = new RegExp(`from '(\\.\\./)+src/${folder}/`);
@@ -78,7 +82,7 @@ export function testsOf(folder: string): string[] {
   const variant = readFileSync(join(repoRoot, 'test/contract/variants.ts'), 'utf8').includes(`kind: '${folder}'`);
   const covers = (text: string): boolean => imports.test(text) || (variant && /from '(\.\.\/)*(contract\/|\.\/)variants\.js'/.test(text));
   const others = testFiles('test').filter((file) => !file.startsWith(`test/${folder}/`) && (file === model || covers(readFileSync(join(repoRoot, file), 'utf8'))));
-  return [`test/${folder}/`, ...others.sort()];
+  return [`test/${folder}/`, ...[...others, KIND_MATRIX].sort()];
 }
 
 /** Every script the pass mutates, with its folder, in folder then export order. */

@@ -1,9 +1,8 @@
 /**
- * The lock contract (every lock variant) and the one-kind-per-name matrix on a standalone Redis;
- * test/cluster/contract.test.ts runs them on a Cluster.
+ * The lock contract (every lock variant) on a standalone Redis (the one-kind-per-name matrix is in
+ * kinds.test.ts); test/cluster/contract.test.ts runs both on a Cluster.
  */
 import { useStandaloneTopology } from '../shared/topology.js';
-import { kindMatrixTests } from './kinds.js';
 import { clientAcceptanceTests } from './clients.js';
 import { leaderJobContractTests } from './leader-job.js';
 import { lockContractTests } from './lock-contract.js';
@@ -12,4 +11,3 @@ const topology = useStandaloneTopology();
 clientAcceptanceTests(topology);
 lockContractTests(topology);
 leaderJobContractTests(topology);
-kindMatrixTests(topology);

@@ -13,7 +13,7 @@ import { FENCED_ACQUIRE } from '../../src/fenced-lock/scripts.js';
 import { ACQUIRE } from '../../src/lock/scripts.js';
 import type { Script } from '../../src/redis/script.js';
 import { useRedis } from '../support/harness.js';
-import { uniqueName, waitUntil } from '../support/helpers.js';
+import { lockClient, uniqueName, waitUntil } from '../support/helpers.js';
 import { startProxy, type TcpProxy } from '../support/tcp-proxy.js';
 
 const env = useRedis();
@@ -130,6 +130,34 @@ describe('a lost grant to an owner whose hold had ended without its knowing', ()
         await lock.unlock();
       });
       expect(await env.redis.exists(lock.key)).toBe(0);
+    });
+  }
+});
+
+describe('an owner whose hold ended without its knowing, while another owner holds the lock', () => {
+  for (const [kind, make] of KINDS) {
+    it(`${kind}: its next acquisition is refused, not granted beside the new holder; the ended hold is reported lost`, async () => {
+      const a = lockClient(env.redis);
+      const b = lockClient(env.redis);
+      const name = `{${uniqueName()}}`;
+      const lock = make(a, name);
+      const lost: string[] = [];
+      a.on('lockLost', (e) => lost.push(e.reason));
+      await runInContext(async () => {
+        await lock.lock();
+        // The hold ends without A's client knowing (an early expiry, a restart without persistence), and
+        // B takes the lock before A's watchdog would notice: A's client still counts one hold.
+        await env.redis.del(lock.key);
+        const held = await make(b, name).acquire({ leaseTime: 30, unit: 'seconds' });
+        // The acquire script answers 'lost' (A's count is 0 in Redis, the client sent 1): the client
+        // forgets the ended hold and asks again with 0, and B's hold refuses it.
+        expect(await lock.tryLock()).toBe(false);
+        expect(await holdCounts(lock.key)).toEqual(['1']);
+        expect(await env.redis.hGet(lock.key, held.owner)).toBe('1');
+        expect(await lock.getHoldCount()).toBe(0);
+        expect(lost).toEqual(['expired']);
+        await held.release();
+      });
     });
   }
 });
