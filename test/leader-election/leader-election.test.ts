@@ -4,10 +4,12 @@
  * test/contract/leader-job.ts; the 5-process fault scenario is `npm run faults -- --only leader-election`.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { InvalidArgumentError, LeadershipEndedError, LockLostError, WrongTypeError, type Leadership } from '../../src/index.js';
+import { createLockClient, InvalidArgumentError, LeadershipEndedError, LockLostError, WrongTypeError, type Leadership } from '../../src/index.js';
+import { LEADER_ACQUIRE } from '../../src/leader-election/scripts.js';
 import { point, observerReady, TestSdk } from '../observe/otel-support.js';
 import { useRedis } from '../support/harness.js';
 import { commandCalls, lockClient, uniqueName, waitUntil } from '../support/helpers.js';
+import { startProxy } from '../support/tcp-proxy.js';
 
 const env = useRedis();
 let sdk: TestSdk;
@@ -33,6 +35,28 @@ describe('RLeaderElection', () => {
     await first.resign();
     expect(await b.leader()).toMatchObject({ identity: 'b', term: next.term });
     await next.resign();
+  });
+
+  it('a campaign whose granted reply was lost: the retry recognises its own grant (hold count 1, term 1), and resign frees the key', async () => {
+    const proxy = await startProxy('127.0.0.1', env.server.port);
+    const client = createLockClient({ url: `redis://127.0.0.1:${proxy.port}` });
+    try {
+      const name = uniqueName('elect');
+      await env.redis.scriptLoad(LEADER_ACQUIRE.source);
+      // The reply of the granted campaign (`{1, term}`) is dropped and its connection reset: the
+      // campaign ran, its caller retries with the guard of its hold count (0) and must find its own grant.
+      const cut = proxy.loseReply({ match: LEADER_ACQUIRE.sha, replyPrefix: '*2\r\n:1\r\n' });
+      const leadership = await client.getLeaderElection(name, { identity: 'a' }).campaign();
+      await cut;
+      expect(proxy.repliesLost).toBe(1);
+      const { kind, leader, term, ...holds } = await env.redis.hGetAll(name);
+      expect({ term: leadership.term, kind, leader, stored: term, holds: Object.values(holds) }).toEqual({ term: 1n, kind: 'leader-election', leader: 'a', stored: '1', holds: ['1'] });
+      await leadership.resign();
+      expect(await env.redis.exists(name)).toBe(0);
+    } finally {
+      await client.shutdown();
+      await proxy.close();
+    }
   });
 
   it('a campaign while another leads is refused and parks on a channel (a few scripts, no loop), until its signal aborts it', async () => {
