@@ -4,6 +4,7 @@
  * answer). Runs for every hash lock and both sides of the read-write lock.
  */
 import { describe, expect, it } from '@jest/globals';
+import pino from 'pino';
 import { IllegalMonitorStateError, type LockClient, type RLock } from '../../src/index.js';
 import { useStandaloneTopology } from '../shared/topology.js';
 import { uniqueName, waitUntil } from '../support/helpers.js';
@@ -74,8 +75,10 @@ for (const v of VARIANTS) {
       expect(await redis.exists(lock.key)).toBe(0);
     });
 
-    it('a retried unlock of the last hold after a lost reply succeeds once and leaves no key', async () => {
-      const { client: c, loseReplyTo } = await topology().lossyClient();
+    it('a retried unlock of the last hold after a lost reply succeeds once, is logged released once, and leaves no key', async () => {
+      const lines: Array<Record<string, unknown>> = [];
+      const logger = pino({ level: 'debug' }, { write: (line: string) => void lines.push(JSON.parse(line) as Record<string, unknown>) });
+      const { client: c, loseReplyTo } = await topology().lossyClient({ logger });
       const { redis } = topology();
       const lock = newLock(c);
       await c.runInContext(async () => {
@@ -87,6 +90,8 @@ for (const v of VARIANTS) {
         expect(await lock.getHoldCount()).toBe(0);
       });
       expect(await redis.exists(lock.key)).toBe(0);
+      // The retry's answer says the lock was deleted (1), not that holds remain (0): the release is logged.
+      expect(lines.filter((line) => line.msg === 'lock released').map((line) => line.lock)).toEqual([lock.name]);
       await waitUntil(async () => (await left(lock.key)).length === 0, 2000, 20, 'no latch left');
     });
 
