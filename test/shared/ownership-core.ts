@@ -248,18 +248,26 @@ export function ownershipCoreTests(topology: () => Topology): void {
     it('lock() and unlock() racing in one context (50 tries): the key is gone and lockLost never fires', async () => {
       const t = topology();
       const { redis } = t;
-      const { c, lost } = withLosses(t, { lockWatchdogTimeout: 300 });
+      // The lease must outlast the time from the grant to the unlock's arrival: with 300 ms, a clean-clone
+      // whole-suite run (ioredis Cluster, 2 cores shared with the other jest worker and a dozen servers)
+      // once saw the unlock find the hold expired (IllegalMonitorStateError); stalls of 250 ms were seen
+      // there. A try that fails says how long it took.
+      const leaseMs = 1000;
+      const { c, lost } = withLosses(t, { lockWatchdogTimeout: leaseMs });
       const lock = c.getLock(uniqueName());
       for (let i = 0; i < 50; i++) {
+        const started = performance.now();
         await runInContext(async () => {
           const locking = lock.lock();
           const unlocking = lock.unlock();
           await locking;
           await unlocking;
+        }).catch((error: unknown) => {
+          throw new Error(`try ${i} failed after ${Math.round(performance.now() - started)} ms (lease ${leaseMs} ms)`, { cause: error });
         });
         expect(await redis.exists(lock.key)).toBe(0);
       }
-      await sleep(450); // 1.5 leases: any renewal of a released hold would have found it gone by now
+      await sleep(leaseMs * 1.5); // any renewal of a released hold would have found it gone by now
       expect(lost).toHaveLength(0);
       expect(c.stats().watchdogHolds).toBe(0);
     });
