@@ -10,7 +10,7 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Script } from '../../src/redis/script.js';
-import type { CatalogueEntry } from './catalogue.js';
+import { KINDS, type CatalogueEntry } from './catalogue.js';
 import { draw } from '../mutation-score/sample.js';
 import { luaMutants, type LuaMutant } from './lua.js';
 import { repoRoot } from './scratch.js';
@@ -65,9 +65,6 @@ function testFiles(dir: string): string[] {
   });
 }
 
-/** The one-kind-per-name matrix on a standalone Redis: every folder's Lua pass runs it. */
-const KIND_MATRIX = 'test/contract/kinds.test.ts';
-
 /**
  * The jest tests of a primitive's folder: `test/<folder>/`, its model test `test/model/<folder>-model.test.ts`
  * when there is one, every other test file that imports from `src/<folder>/` itself (such as
@@ -82,7 +79,7 @@ export function testsOf(folder: string): string[] {
   const variant = readFileSync(join(repoRoot, 'test/contract/variants.ts'), 'utf8').includes(`kind: '${folder}'`);
   const covers = (text: string): boolean => imports.test(text) || (variant && /from '(\.\.\/)*(contract\/|\.\/)variants\.js'/.test(text));
   const others = testFiles('test').filter((file) => !file.startsWith(`test/${folder}/`) && (file === model || covers(readFileSync(join(repoRoot, file), 'utf8'))));
-  return [`test/${folder}/`, ...[...others, KIND_MATRIX].sort()];
+  return [`test/${folder}/`, ...[...others, KINDS].sort()];
 }
 
 /** Every script the pass mutates, with its folder, in folder then export order. */

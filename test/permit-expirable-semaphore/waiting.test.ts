@@ -5,7 +5,7 @@ import { ACQUIRE, RELEASE } from '../../src/permit-expirable-semaphore/scripts.j
 import { useRedis } from '../support/harness.js';
 import { abandonWaits, activeTimers, commandCalls, lockClient, sleep, subscribers, uniqueName, waitUntil } from '../support/helpers.js';
 import { startProxy } from '../support/tcp-proxy.js';
-import { MESSAGE_WAKE_MS, recordAcquisitions } from '../support/wakes.js';
+import { expectWokenByMessage, recordAcquisitions } from '../support/wakes.js';
 
 const env = useRedis({ server: { controllable: true } });
 
@@ -51,7 +51,7 @@ describe('waiting for expirable permits', () => {
     const started = performance.now();
     await semaphore.release(b!);
     expect(await waiting).toHaveLength(2);
-    expect({ inTime: performance.now() - started < MESSAGE_WAKE_MS, calls: acquisitions.of(semaphore.name) }).toEqual({ inTime: true, calls: [{ outcome: 'acquired', wokenBy: 'message' }] });
+    expectWokenByMessage(acquisitions, semaphore.name, performance.now() - started);
   });
 
   it('a waiter for 2 is not overtaken by later one-permit waiters of the same process', async () => {

@@ -2,7 +2,7 @@ import { beforeAll, describe, expect, it } from '@jest/globals';
 import { IllegalMonitorStateError, InvalidArgumentError, LockUpgradeError, runInContext, type LockLostEvent } from '../../src/index.js';
 import { activeTimers, commandCalls, contextRunner, keys, lockClient, numsub, sleep, uniqueName, waitUntil, type Redis } from '../support/helpers.js';
 import { leavesNothingBehind, useFamilyHarness } from '../support/family.js';
-import { MESSAGE_WAKE_MS, recordAcquisitions } from '../support/wakes.js';
+import { expectWokenByMessage, recordAcquisitions } from '../support/wakes.js';
 
 const harness = useFamilyHarness();
 let redis: Redis;
@@ -210,7 +210,7 @@ describe('RReadWriteLock leases and the watchdog', () => {
     const releasedAt = performance.now();
     await longRead.unlock();
     expect(await writing).toBe(true);
-    expect({ inTime: writtenAt - releasedAt < MESSAGE_WAKE_MS, calls: acquisitions.of(name) }).toEqual({ inTime: true, calls: [{ outcome: 'acquired', wokenBy: 'message' }] });
+    expectWokenByMessage(acquisitions, name, writtenAt - releasedAt);
     await writer.unlock();
   });
 

@@ -2,7 +2,7 @@ import { describe, expect, it } from '@jest/globals';
 import { InvalidArgumentError, PermitAcquireTimeoutError, WrongTypeError } from '../../src/index.js';
 import { keySlot } from '../../src/keys.js';
 import { useRedis } from '../support/harness.js';
-import { MESSAGE_WAKE_MS, recordAcquisitions } from '../support/wakes.js';
+import { expectWokenByMessage, recordAcquisitions } from '../support/wakes.js';
 import { activeTimers, commandCalls, lockClient, sleep, subscribers, uniqueName, waitUntil } from '../support/helpers.js';
 
 const env = useRedis({ server: { controllable: true } });
@@ -56,7 +56,7 @@ describe('RSemaphore', () => {
     const started = performance.now();
     await semaphore.release();
     expect(await waiting).toBe(true);
-    expect({ inTime: performance.now() - started < MESSAGE_WAKE_MS, calls: acquisitions.of(semaphore.name) }).toEqual({ inTime: true, calls: [{ outcome: 'acquired', wokenBy: 'message' }] });
+    expectWokenByMessage(acquisitions, semaphore.name, performance.now() - started);
     expect(await semaphore.availablePermits()).toBe(0);
   });
 

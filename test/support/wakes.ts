@@ -4,6 +4,7 @@
  * `MESSAGE_WAKE_MS` as its time bound.
  */
 import * as diagnostics from 'node:diagnostics_channel';
+import { expect } from '@jest/globals';
 import type { AcquireMessage, AcquireOutcome, WokenBy } from '../../src/index.js';
 
 /**
@@ -18,6 +19,8 @@ const CHANNEL = 'tracing:relock:acquire:asyncStart';
 
 /** The acquisitions recorded by `recordAcquisitions`. */
 export interface Acquisitions {
+  /** The recorded calls on the object named `name` that have ended, as published (attempts included). */
+  calls(name: string): AcquireMessage[];
   /** The recorded calls on the object named `name` that have ended: how each ended and what woke it last. */
   of(name: string): Array<{ outcome: AcquireOutcome | undefined; wokenBy: WokenBy | undefined }>;
   /** Stops recording (call it in `finally`: the channel is the process's). */
@@ -29,8 +32,15 @@ export function recordAcquisitions(): Acquisitions {
   const calls: AcquireMessage[] = [];
   const record = (message: unknown): void => void calls.push(message as AcquireMessage);
   diagnostics.subscribe(CHANNEL, record);
+  const of = (name: string): AcquireMessage[] => calls.filter((c) => c.name === name);
   return {
-    of: (name) => calls.filter((c) => c.name === name).map(({ outcome, wokenBy }) => ({ outcome, wokenBy })),
+    calls: of,
+    of: (name) => of(name).map(({ outcome, wokenBy }) => ({ outcome, wokenBy })),
     stop: () => void diagnostics.unsubscribe(CHANNEL, record),
   };
+}
+
+/** Asserts that the one recorded call on `name` acquired, woken by a message, `tookMs` after the release (under `MESSAGE_WAKE_MS`). */
+export function expectWokenByMessage(acquisitions: Acquisitions, name: string, tookMs: number): void {
+  expect({ inTime: tookMs < MESSAGE_WAKE_MS, calls: acquisitions.of(name) }).toEqual({ inTime: true, calls: [{ outcome: 'acquired', wokenBy: 'message' }] });
 }
