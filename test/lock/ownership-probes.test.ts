@@ -13,30 +13,43 @@ import { connect, lockClient, sleep, uniqueName, waitUntil } from '../support/he
 const env = useRedis();
 
 /** Two instances (separate connections) with a module-scope lock object each, on one name, and a section counter. */
-async function instances(): Promise<{ clients: LockClient[]; locks: RLock[]; name: string; section: { enter: (ms?: number) => Promise<void>; most: () => number } }> {
+async function instances(): Promise<{ clients: LockClient[]; locks: RLock[]; name: string; section: { enter: (ms?: number) => Promise<void>; during: (body: () => Promise<void>) => Promise<void>; most: () => number } }> {
   const other = await connect(env.server.url);
   env.closeBeforeStop(() => other.close());
   const clients = [lockClient(env.redis), lockClient(other)];
   const name = uniqueName('probe');
   let inside = 0;
   let most = 0;
+  const during = async (body: () => Promise<void>): Promise<void> => {
+    most = Math.max(most, ++inside);
+    try {
+      await body();
+    } finally {
+      inside--;
+    }
+  };
   return {
     clients,
     locks: clients.map((c) => c.getLock(name)),
     name,
-    section: {
-      enter: async (ms = 2) => {
-        most = Math.max(most, ++inside);
-        await sleep(ms);
-        inside--;
-      },
-      most: () => most,
-    },
+    section: { enter: (ms = 2) => during(() => sleep(ms)), during, most: () => most },
   };
 }
 
 /** Owner fields of the lock hash (the hash also has a `kind` field). */
 const owners = async (name: string): Promise<number> => Object.keys(await env.redis.hGetAll(name)).filter((f) => f !== 'kind').length;
+
+/** Resolves once the lock's hash exists, i.e. some owner holds it (polled, 5 s deadline). */
+const held = async (name: string): Promise<void> => {
+  await waitUntil(async () => (await env.redis.exists(name)) === 1, 5000, 2, `a hold of ${name}`);
+};
+
+/** A promise with its resolve function. */
+function deferred(): { promise: Promise<void>; resolve: () => void } {
+  let resolve!: () => void;
+  const promise = new Promise<void>((r) => (resolve = r));
+  return { promise, resolve };
+}
 
 const freeKey = async (name: string): Promise<boolean> => (await env.redis.exists(name)) === 0;
 
@@ -73,24 +86,27 @@ describe('breaker probes: contextless ownership', () => {
     const { locks, section, name } = await instances();
     const lock = locks[0];
     const errors: string[] = [];
-    const work = async (ms: number): Promise<void> => {
+    const work = async (inside: () => Promise<void>): Promise<void> => {
       try {
         await lock.lock();
-        await section.enter(ms);
+        await section.during(inside);
       } catch (e) {
         errors.push((e as Error).name);
       } finally {
         await lock.unlock().catch((e: unknown) => errors.push(`unlock:${(e as Error).name}`));
       }
     };
-    const first = work(300);
+    const others = deferred();
+    // The first holds until the sibling and the intruder are done (a deadline keeps a defect from hanging it).
+    const first = work(() => Promise.race([others.promise, sleep(5000)]));
+    // The sibling locks once the first holds (its note is the one relock must not take for a re-entry).
     const second = (async () => {
-      await sleep(20);
-      await work(5);
+      await held(name);
+      await work(() => sleep(5));
     })();
-    // The other instance keeps trying to enter while the first is inside.
+    // The other instance tries to enter while the first is inside.
     const intruder = (async () => {
-      await sleep(60);
+      await held(name);
       if (await locks[1].tryLock(200, 'ms')) {
         try {
           await section.enter(5);
@@ -99,6 +115,7 @@ describe('breaker probes: contextless ownership', () => {
         }
       }
     })();
+    void Promise.allSettled([second, intruder]).then(() => others.resolve());
     await Promise.all([first, second, intruder]);
     expect({ most: section.most(), errors }).toEqual({ most: 1, errors: ['ReentryNeedsContextError', 'unlock:IllegalMonitorStateError'] });
     expect(await freeKey(name)).toBe(true);
@@ -115,23 +132,27 @@ describe('breaker probes: contextless ownership', () => {
     const emitter = new EventEmitter();
     const errors: string[] = [];
     const done: Array<Promise<void>> = [];
-    const work = async (pre: number, ms: number): Promise<void> => {
-      if (pre) await sleep(pre);
+    // Listener 1 must reach lock() in emit()'s synchronous run (no await before it): that is what leaks its note.
+    const work = async (before: (() => Promise<void>) | undefined, inside: () => Promise<void>): Promise<void> => {
+      if (before) await before();
       try {
         await lock.lock();
-        await section.enter(ms);
+        await section.during(inside);
       } catch (e) {
         errors.push((e as Error).name);
       } finally {
         await lock.unlock().catch((e: unknown) => errors.push(`unlock:${(e as Error).name}`));
       }
     };
-    emitter.on('job', () => done.push(work(0, 400)));
-    emitter.on('job', () => done.push(work(20, 5)));
+    const others = deferred();
+    // Listener 1 holds until listener 2 and the intruder are done (a deadline keeps a defect from hanging it);
+    // listener 2 awaits listener 1's hold, then locks.
+    emitter.on('job', () => done.push(work(undefined, () => Promise.race([others.promise, sleep(5000)]))));
+    emitter.on('job', () => done.push(work(() => held(name), () => sleep(5))));
     emitter.emit('job');
     // The other instance tries to enter while listener 1 is inside.
     const intruder = (async () => {
-      await sleep(80);
+      await held(name);
       if (await locks[1].tryLock(250, 'ms')) {
         try {
           await section.enter(5);
@@ -140,6 +161,7 @@ describe('breaker probes: contextless ownership', () => {
         }
       }
     })();
+    void Promise.allSettled([done[1], intruder]).then(() => others.resolve());
     await Promise.all([...done, intruder]);
     expect({ most: section.most(), errors }).toEqual({ most: 1, errors: ['ReentryNeedsContextError', 'unlock:IllegalMonitorStateError'] });
     expect(await freeKey(name)).toBe(true);
@@ -336,14 +358,14 @@ describe('breaker probes: contextless ownership', () => {
   // the same event awaits something, then locks while listener 1 holds: ReentryNeedsContextError, though
   // listener 2 is another task that should wait its turn. Every run. (Promise.all siblings do not leak.)
   test.failing('EventEmitter: listener 1 locks at once, listener 2 awaits then locks (records the outcome)', async () => {
-    const { locks, section } = await instances();
+    const { locks, section, name } = await instances();
     const emitter = new EventEmitter();
     const done: Array<Promise<string>> = [];
     const work = async (pre: boolean): Promise<string> => {
-      if (pre) await sleep(5);
+      if (pre) await held(name);
       await locks[0].lock();
       try {
-        await section.enter(30);
+        await section.enter(pre ? 5 : 300); // listener 1 still holds when listener 2 locks, however slow the machine
       } finally {
         await locks[0].unlock();
       }
