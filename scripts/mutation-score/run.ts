@@ -100,6 +100,7 @@ async function writeConfig(sample: readonly SampledMutant[], concurrency: number
     plugins: ['@stryker-mutator/*', './scripts/mutation-score/plugins.mjs'],
     reporters: [...(base.reporters as string[]), 'relock-progress'],
     ignorers: ['relock-sample'],
+    checkers: ['relock-sample', ...(base.checkers as string[])],
     concurrency,
     jest: {
       ...(base.jest as object),
