@@ -4,12 +4,15 @@
  * test/contract/leader-job.ts; the 5-process fault scenario is `npm run faults -- --only leader-election`.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { getEventListeners } from 'node:events';
+import pino from 'pino';
 import { createLockClient, InvalidArgumentError, LeadershipEndedError, LockLostError, WrongTypeError, type Leadership } from '../../src/index.js';
 import { LEADER_ACQUIRE } from '../../src/leader-election/scripts.js';
 import { point, observerReady, TestSdk } from '../observe/otel-support.js';
 import { useRedis } from '../support/harness.js';
 import { commandCalls, lockClient, uniqueName, waitUntil } from '../support/helpers.js';
 import { startProxy } from '../support/tcp-proxy.js';
+import { freePort } from '../support/redis.js';
 
 const env = useRedis();
 let sdk: TestSdk;
@@ -105,6 +108,60 @@ describe('RLeaderElection', () => {
     await client.shutdown();
     await running;
     expect(((leadership!.signal.reason as LeadershipEndedError).cause as LockLostError).reason).toBe('shutdown');
+  });
+
+  // A campaign that finds Redis unreachable pauses a second (RETRY_PAUSE_MS) before the next one; an abort
+  // during the pause ends run() at once. The abort comes from the logger's line 'campaign failed', which
+  // run() writes just before the pause: in the same synchronous run (the pause must see the signal already
+  // aborted) or in the microtask after it (the pause must hear the abort event). Either way run() resolves
+  // well before the second is up (600 ms allowed; with the pause deaf to the abort it takes the full 1,000).
+  it.each([
+    ['aborted as the failure is logged', (abort: () => void) => abort()],
+    ['aborted just after, during the pause', (abort: () => void) => queueMicrotask(abort)],
+  ])('run() on an unreachable Redis, %s: resolves at once, not after the pause', async (_, when) => {
+    const port = await freePort();
+    const stop = new AbortController();
+    let abortedAt = 0;
+    const logger = pino({ level: 'warn' }, {
+      write: (line: string) => {
+        if (!line.includes('campaign failed') || stop.signal.aborted) return;
+        when(() => {
+          abortedAt = performance.now();
+          stop.abort();
+        });
+      },
+    });
+    const client = createLockClient({ url: `redis://127.0.0.1:${port}`, responseTimeout: 200, retry: { retries: 0 }, logger });
+    try {
+      await client.getLeaderElection(uniqueName('elect')).run(() => undefined, { signal: stop.signal });
+      expect(abortedAt).toBeGreaterThan(0);
+      expect(performance.now() - abortedAt).toBeLessThan(600);
+    } finally {
+      await client.shutdown();
+    }
+  });
+
+  // Each pause listens to the run's signal and to the client's shutdown signal, and stops listening when it
+  // ends: three failed campaigns in a row leave no listener behind on the user's signal (a pause that kept
+  // its listener would add one a second for as long as Redis is down).
+  it('run() on an unreachable Redis: the pauses between campaigns leave no listener on the signal', async () => {
+    const port = await freePort();
+    const stop = new AbortController();
+    const listening: number[] = [];
+    const logger = pino({ level: 'warn' }, {
+      write: (line: string) => {
+        if (!line.includes('campaign failed')) return;
+        listening.push(getEventListeners(stop.signal, 'abort').length);
+        if (listening.length === 3) stop.abort();
+      },
+    });
+    const client = createLockClient({ url: `redis://127.0.0.1:${port}`, responseTimeout: 100, retry: { retries: 0 }, logger });
+    try {
+      await client.getLeaderElection(uniqueName('elect')).run(() => undefined, { signal: stop.signal });
+      expect(listening).toEqual([0, 0, 0]);
+    } finally {
+      await client.shutdown();
+    }
   });
 
   it('refuses bad and unknown options with InvalidArgumentError, and a name of another kind with WrongTypeError', async () => {
