@@ -55,6 +55,8 @@ describe('relock command line', () => {
     expect(inspect.stdout).toContain('  -h, --help         display help for command\n');
     expect((await relock('list', '-h')).stdout).toContain('  pattern            a Redis glob over object names (default: "*")\n');
     expect(await relock('--version')).toMatchObject({ code: 0, stdout: expect.stringMatching(/^\d+\.\d+\.\d+/) });
+    // -V is the short form (the help lists `-V, --version`), not an unknown option.
+    expect(await relock('-V')).toEqual(await relock('--version'));
     // No command: the help, on stderr, as bad usage.
     expect(await relock()).toMatchObject({ code: 2, stdout: '', stderr: main.stdout });
   });
