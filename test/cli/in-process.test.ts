@@ -132,6 +132,10 @@ describe('relock inspect, in-process', () => {
     const text = await ok('inspect', semaphore.name, '--limit', '1');
     expect(text).toContain(`\n  (${semaphore.key} has 3 entries: the first 1 shown; raise --limit to see more)\n`);
     expect(text).toMatch(/^ {2}permits\s+3 in all, 3 taken, 0 free$/m);
+    // The one lease shown: a permit id of this acquisition and the time left on its lease.
+    const row = /^ {4}(\S+) {3}lease (\d+\.\d) s left$/m.exec(text);
+    expect(taken.ids).toContain(row?.[1]);
+    expect(Number(row?.[2])).toBeGreaterThan(20);
     await taken.release();
   });
 
