@@ -19,7 +19,7 @@ import { duration } from '../../src/cli/render.js';
 import { program, run } from '../../src/cli/program.js';
 import { runInContext } from '../../src/index.js';
 import { useRedis } from '../support/harness.js';
-import { lockClient, numsub, uniqueName, waitUntil, type Redis } from '../support/helpers.js';
+import { lockClient, numsub, subscribers, uniqueName, waitUntil, type Redis } from '../support/helpers.js';
 import type { RedisServer } from '../support/redis.js';
 
 const harness = useRedis();
@@ -123,6 +123,17 @@ describe('relock inspect, in-process', () => {
     const text = await ok('inspect', name);
     expect(text).toMatch(/^ {2}leader {6}none$/m);
     expect(text).toMatch(/^ {2}last term {3}1$/m);
+  });
+
+  it('recognises a semaphore that has no key yet by the waiter on its channel', async () => {
+    const semaphore = lockClient(redis).getSemaphore(uniqueName('inproc-waited'));
+    const stop = new AbortController();
+    const waiting = semaphore.acquire({ signal: stop.signal }).catch(() => undefined);
+    await subscribers(redis, `relock:channel:{${semaphore.name}}:permits`, 1);
+    const lines = (await ok('inspect', semaphore.name)).trimEnd().split('\n');
+    stop.abort();
+    await waiting;
+    expect(lines[0]).toMatch(new RegExp(`^semaphore \\(RSemaphore\\) "${semaphore.name}" {2}\\(key ${semaphore.key}, which does not exist\\)$`));
   });
 
   it('says which keys it cut at --limit entries', async () => {
