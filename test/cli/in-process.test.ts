@@ -19,7 +19,7 @@ import { duration } from '../../src/cli/render.js';
 import { program, run } from '../../src/cli/program.js';
 import { runInContext } from '../../src/index.js';
 import { useRedis } from '../support/harness.js';
-import { lockClient, numsub, subscribers, uniqueName, waitUntil, type Redis } from '../support/helpers.js';
+import { lockClient, numsub, sleep, subscribers, uniqueName, waitUntil, type Redis } from '../support/helpers.js';
 import type { RedisServer } from '../support/redis.js';
 
 const harness = useRedis();
@@ -203,6 +203,21 @@ describe('relock list and top, in-process', () => {
     const text = await ok('list', '--prefix', prefix);
     expect(text).toMatch(new RegExp(`^non-reentrant-lock {3}mine {3}\\d\\d\\.\\d s {3}held by ${held.owner}$`, 'm'));
     await held.release();
+  });
+
+  it.each(['SIGINT', 'SIGTERM'] as const)('stops top at %s between refreshes (exit 0), without waiting for the next one', async (signal) => {
+    const prefix = `inproc-top-${randomBytes(4).toString('hex')}:`;
+    const before = process.listenerCount(signal);
+    // One refresh, then a wait of 6 s (--duration; the interval is 10 min) that only the signal cuts short.
+    const top = start('top', '--interval', '600000', '--duration', '6000', '--prefix', prefix, '--url', server.url);
+    try {
+      await waitUntil(() => top.output().includes('ACQ/S'), 5000, 5, "top's first refresh");
+      process.emit(signal, signal);
+      expect(await Promise.race([top.done, sleep(3000).then(() => 'still running 3 s after the signal')])).toMatchObject({ code: 0, stderr: '' });
+      expect(process.listenerCount(signal)).toBe(before);
+    } finally {
+      await top.done;
+    }
   });
 
   it('shows no acquisition rate (`-`) on the first refresh of top, even for a held lock', async () => {
