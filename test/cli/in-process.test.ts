@@ -21,6 +21,7 @@ import { runInContext } from '../../src/index.js';
 import { useRedis } from '../support/harness.js';
 import { lockClient, numsub, sleep, subscribers, uniqueName, waitUntil, type Redis } from '../support/helpers.js';
 import type { RedisServer } from '../support/redis.js';
+import { startProxy } from '../support/tcp-proxy.js';
 
 const harness = useRedis();
 let server: RedisServer;
@@ -231,6 +232,25 @@ describe('relock list and top, in-process', () => {
 });
 
 describe('relock watch, in-process', () => {
+  it('reads the object once even when stopped while it subscribes (SIGINT as the SUBSCRIBE goes out), then exits 0', async () => {
+    const proxy = await startProxy('127.0.0.1', server.port);
+    try {
+      const lock = lockClient(redis).getLock(uniqueName('inproc-watch-stop'));
+      let signalled = false;
+      proxy.onRequest = (request) => {
+        if (signalled || !request.toString('latin1').toUpperCase().includes('SUBSCRIBE')) return;
+        signalled = true;
+        process.emit('SIGINT', 'SIGINT');
+      };
+      const result = await relock('watch', lock.name, '--url', `redis://127.0.0.1:${proxy.port}`);
+      expect(signalled).toBe(true);
+      expect({ code: result.code, stderr: result.stderr }).toEqual({ code: 0, stderr: '' });
+      expect(result.stdout).toMatch(/watching a name that has no relock object yet/);
+    } finally {
+      await proxy.close();
+    }
+  });
+
   it('follows a name that has no object yet, and prints the acquisition once a lock is taken there', async () => {
     const lock = lockClient(redis).getLock(uniqueName('inproc-watch'));
     const watching = start('watch', lock.name, '--count', '1', '--interval', '20', '--url', server.url);
