@@ -51,6 +51,20 @@ describe('on Sentinel', () => {
     expect(await waiting).toBe(true);
   }, 60_000);
 
+  it("shutdown() takes back every listener relock added to the user's Sentinel client ('end', 'topology-change')", async () => {
+    setup = await startSentinel();
+    const sentinel = await setup.connect();
+    const listeners = (): Record<string, number> => Object.fromEntries(sentinel.eventNames().map((event) => [String(event), sentinel.listenerCount(event)]).filter(([, n]) => n !== 0));
+    const before = listeners();
+    const client = createLockClient({ redis: sentinel });
+    const added = listeners();
+    expect(added).not.toEqual(before);
+    expect(await client.getLock(uniqueName()).tryLock(0, 1, 'seconds')).toBe(true);
+    await client.shutdown();
+    expect(listeners()).toEqual(before);
+    expect(sentinel.isOpen).toBe(true);
+  });
+
   it('replication cut, primary killed: without syncReplicas a second client takes the same lock on the promoted replica', async () => {
     setup = await startSentinel();
     const a = await lockClientOn(setup, { lockWatchdogTimeout: 10_000 });
