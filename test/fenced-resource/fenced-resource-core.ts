@@ -50,6 +50,9 @@ export function fencedResourceTests(topology: () => Topology): void {
         for (const token of [1.5, -1, 2n ** 63n, '0x10', Number.MAX_SAFE_INTEGER + 2, null]) {
           await expect(resource.set(token as never, 'x')).rejects.toMatchObject({ constructor: InvalidArgumentError, argument: 'token' });
         }
+        // The message says what a token must be and what it got.
+        await expect(resource.set(2n ** 63n, 'x')).rejects.toThrow(/must be a whole number from 0 to 2\^63-1 \(a bigint, a safe integer or a string of digits\).*; got bigint "9223372036854775808"/);
+        await expect(resource.set(null as never, 'x')).rejects.toThrow(/; got object$/);
         await expect(resource.set(1n, 5 as never)).rejects.toMatchObject({ argument: 'value' });
         await expect(resource.hset(1n, {})).rejects.toMatchObject({ argument: 'fields' });
         await expect(resource.hdel(1n)).rejects.toMatchObject({ argument: 'names' });
