@@ -38,8 +38,13 @@ describe('without @opentelemetry/api', () => {
       return Promise.reject(new Error('not installed'));
     });
     await off.ready;
-    const missing = new Observer({}, pino({ level: 'silent' }), () => Promise.reject(Object.assign(new Error("Cannot find package '@opentelemetry/api'"), { code: 'ERR_MODULE_NOT_FOUND' })));
+    const notFound = Object.assign(new Error("Cannot find package '@opentelemetry/api'"), { code: 'ERR_MODULE_NOT_FOUND' });
+    const logged: Array<Record<string, unknown>> = [];
+    const debugLog = pino({ level: 'debug' }, { write: (line: string) => void logged.push(JSON.parse(line) as Record<string, unknown>) });
+    const missing = new Observer({}, debugLog, () => Promise.reject(notFound));
     await missing.ready;
+    // Why it records nothing is logged at debug level, with the loader's error.
+    expect(logged).toEqual([expect.objectContaining({ level: 20, msg: '@opentelemetry/api not loaded: no metrics or spans', err: expect.objectContaining({ message: notFound.message, code: 'ERR_MODULE_NOT_FOUND' }) })]);
     expect([loads, off.recording, missing.recording]).toEqual([0, false, false]);
     expect(await missing.acquire('lock', 'n', 'n', 'o', 0, undefined, async () => 'granted')).toBe('granted');
     await expect(missing.release('lock', 'n', 'n', 'o', () => Promise.reject(new Error('boom')))).rejects.toThrow('boom');
