@@ -100,4 +100,31 @@ describe('messages', () => {
     expect(error).toBeInstanceOf(InvalidArgumentError);
     expect((error as Error).message).toBe('invalid leaseTime: must be a number; got the string "5" (e.g. tryLock(0, 5, "seconds"))');
   });
+
+  it('semaphore.tryAcquire(2, "5", "s") says the wait time must be a number, and takes nothing', async () => {
+    const relock = lockClient(env.redis);
+    const semaphore = relock.getSemaphore(uniqueName('msg'));
+    await semaphore.trySetPermits(3);
+    const error = await failure(() => semaphore.tryAcquire(2, '5' as never, 's'));
+    expect(error).toBeInstanceOf(InvalidArgumentError);
+    expect((error as Error).message).toBe('invalid waitTime: must be a number; got the string "5" (e.g. tryAcquire(2, 5, "seconds"))');
+    expect(await semaphore.availablePermits()).toBe(3);
+  });
+
+  it('expirable semaphore tryAcquire with a time given as a string names that time, and takes nothing', async () => {
+    const relock = lockClient(env.redis);
+    const semaphore = relock.getPermitExpirableSemaphore(uniqueName('msg'));
+    await semaphore.trySetPermits(3);
+    const cases: Array<[() => Promise<unknown>, string]> = [
+      [() => semaphore.tryAcquire(2, '5' as never, 60, 's'), 'invalid waitTime: must be a number; got the string "5" (e.g. tryAcquire(2, 5, 60, "seconds"))'],
+      [() => semaphore.tryAcquire(0, '60' as never, 's'), 'invalid leaseTime: must be a number; got the string "60" (e.g. tryAcquire(0, 60, "seconds"))'],
+      [() => semaphore.tryAcquire(2, 5, '60' as never, 's'), 'invalid leaseTime: must be a number; got the string "60" (e.g. tryAcquire(2, 5, 60, "seconds"))'],
+    ];
+    for (const [call, message] of cases) {
+      const error = await failure(call);
+      expect(error).toBeInstanceOf(InvalidArgumentError);
+      expect((error as Error).message).toBe(message);
+    }
+    expect(await semaphore.availablePermits()).toBe(3);
+  });
 });
