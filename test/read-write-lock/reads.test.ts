@@ -3,6 +3,7 @@
  * closed before its answer came) is sent again, and the caller gets the answer, not an error.
  */
 import { expect, it } from '@jest/globals';
+import { IllegalMonitorStateError, runInContext } from '../../src/index.js';
 import { RW_IS_LOCKED } from '../../src/read-write-lock/scripts.js';
 import { useRedis } from '../support/harness.js';
 import { lockClient, uniqueName } from '../support/helpers.js';
@@ -24,4 +25,19 @@ it('isLocked of either side, its reply lost once: retried, answers true for the 
   }
   expect(proxy.repliesLost).toBe(2);
   await read.release();
+});
+
+it('a context holding the write side, then the read side (a downgrade): each side knows its own hold; releasing the read side leaves the write side held by the context', async () => {
+  const rw = lockClient(env.redis).getReadWriteLock(uniqueName('rw-sides'));
+  const [read, write] = [rw.readLock(), rw.writeLock()];
+  await runInContext(async () => {
+    await write.lock();
+    await read.lock();
+    expect([await write.isHeldByCurrentContext(), await read.isHeldByCurrentContext()]).toEqual([true, true]);
+    await read.unlock();
+    expect([await write.isHeldByCurrentContext(), await read.isHeldByCurrentContext()]).toEqual([true, false]);
+    await expect(read.unlock()).rejects.toBeInstanceOf(IllegalMonitorStateError);
+    await write.unlock();
+    expect([await write.isLocked(), await read.isLocked()]).toEqual([false, false]);
+  });
 });
