@@ -1,7 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
 import { ClientClosedError, LockAcquireTimeoutError } from '../../src/index.js';
 import { useRedis } from '../support/harness.js';
-import { abandonWaits, activeTimers, commandCalls, connect, lockClient, numsub, sleep, uniqueName, waitUntil } from '../support/helpers.js';
+import { abandonWaits, activeTimers, callsSince, commandCalls, connect, lockClient, numsub, sleep, uniqueName, waitUntil } from '../support/helpers.js';
 
 const env = useRedis({ server: { controllable: true } });
 
@@ -40,7 +40,9 @@ describe('waiting', () => {
     await sleep(100);
     await env.redis.del(client.getLock(name).key);
     expect(await waiting).toBe(true);
-    expect(performance.now() - started).toBeLessThan(800);
+    // The timer fires at the TTL (400 ms); a stalled loop delays it (300 ms measured). Without it the waiter
+    // sleeps to the end of its 5 s wait.
+    expect(performance.now() - started).toBeLessThan(2500);
   });
 
   it('still acquires promptly when the subscriber connection was killed and the message lost', async () => {
@@ -62,9 +64,10 @@ describe('waiting', () => {
     const name = uniqueName();
     const holder = client.getLock(name);
     await holder.lock();
+    const base = await commandCalls(env.redis, 'evalsha');
     const waiters = Array.from({ length: 50 }, () => client.getLock(name).tryLock(30, 'seconds'));
     await waitUntil(async () => (await numsub(env.redis, holder.channel)) === 1, 5000, 5, 'the waiters to subscribe');
-    await sleep(100);
+    await callsSince(env.redis, 'evalsha', base, 100); // all 50 parked (a 100 ms sleep let late ones count as the herd)
     const before = await commandCalls(env.redis, 'evalsha');
     await env.redis.sendCommand(['CLIENT', 'KILL', 'TYPE', 'pubsub']);
     await waitUntil(async () => (await numsub(env.redis, holder.channel)) === 1, 5000, 5, 'the resubscription');
@@ -89,7 +92,8 @@ describe('waiting', () => {
       await sleep(i % 3);
       await holder.unlock();
       expect(await waiting).toBe(true);
-      expect(performance.now() - started).toBeLessThan(500);
+      // Without the attempt after subscribing, a missed unlock leaves the waiter asleep to the end of its 10 s wait.
+      expect(performance.now() - started).toBeLessThan(2000);
       await waiterClient.getLock(name).forceUnlock();
     }
   });
@@ -118,7 +122,8 @@ describe('waiting', () => {
     const error = await client.getLock(name).acquire({ waitMs: 200 }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(LockAcquireTimeoutError);
     expect(performance.now() - started).toBeGreaterThanOrEqual(195);
-    expect(performance.now() - started).toBeLessThan(600);
+    // Ends at its wait time, not at the holder's TTL (30 s); the margin is for a stalled loop.
+    expect(performance.now() - started).toBeLessThan(2000);
   });
 
   it('an acquisition that goes through after its caller gave up is released at once', async () => {
@@ -151,6 +156,7 @@ describe('waiting', () => {
     const name = uniqueName();
     const holder = clients[0]!.getLock(name);
     await holder.lock();
+    const base = await commandCalls(env.redis, 'evalsha');
     const waiters = Array.from({ length: 100 }, (_, i) => {
       const lock = clients[i % 4]!.getLock(name);
       return lock.tryLock(30, 'seconds').then(async (ok) => {
@@ -160,7 +166,7 @@ describe('waiting', () => {
       });
     });
     await waitUntil(async () => (await numsub(env.redis, holder.channel)) === 4, 5000, 5, 'four subscriptions');
-    await sleep(200);
+    await callsSince(env.redis, 'evalsha', base, 200); // all 100 parked, not a 200 ms guess
     const before = await commandCalls(env.redis, 'evalsha');
     await sleep(1000);
     expect(await commandCalls(env.redis, 'evalsha')).toBe(before);

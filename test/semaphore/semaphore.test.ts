@@ -3,7 +3,7 @@ import { InvalidArgumentError, PermitAcquireTimeoutError, WrongTypeError } from 
 import { keySlot } from '../../src/keys.js';
 import { useRedis } from '../support/harness.js';
 import { expectWokenByMessage, recordAcquisitions } from '../support/wakes.js';
-import { activeTimers, commandCalls, lockClient, sleep, subscribers, uniqueName, waitUntil } from '../support/helpers.js';
+import { activeTimers, callsSince, commandCalls, lockClient, sleep, subscribers, uniqueName, waitUntil } from '../support/helpers.js';
 
 const env = useRedis({ server: { controllable: true } });
 
@@ -46,9 +46,10 @@ describe('RSemaphore', () => {
     await semaphore.trySetPermits(0);
     const waiter = lockClient(env.redis).getSemaphore(semaphore.name);
     const acquisitions = recordAcquisitions();
+    const base = await commandCalls(env.redis, 'evalsha');
     const waiting = waiter.tryAcquire(2, 10, 'seconds').finally(() => acquisitions.stop());
     await subscribers(env.redis, semaphore.channel);
-    await sleep(20);
+    await callsSince(env.redis, 'evalsha', base, 2); // parked: its attempt after subscribing is in, not a 20 ms guess
     const calls = await commandCalls(env.redis, 'evalsha');
     await semaphore.release();
     await sleep(200);
@@ -111,6 +112,7 @@ describe('RSemaphore', () => {
   it('100 waiters in 4 clients cost Redis work in proportion to releases, not to elapsed time (known failure 16)', async () => {
     const clients = Array.from({ length: 4 }, () => lockClient(env.redis));
     const name = uniqueName();
+    const base = await commandCalls(env.redis, 'evalsha');
     const waiters = Array.from({ length: 100 }, async (_, i) => {
       const semaphore = clients[i % 4]!.getSemaphore(name);
       const ok = await semaphore.tryAcquire(1, 30, 'seconds');
@@ -119,7 +121,7 @@ describe('RSemaphore', () => {
       return ok;
     });
     await subscribers(env.redis, clients[0]!.getSemaphore(name).channel, 4);
-    await sleep(200);
+    await callsSince(env.redis, 'evalsha', base, 200); // all 100 parked, not a 200 ms guess
     const before = await commandCalls(env.redis, 'evalsha');
     await sleep(1000);
     expect(await commandCalls(env.redis, 'evalsha')).toBe(before);

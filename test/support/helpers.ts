@@ -69,6 +69,17 @@ export async function commandCalls(redis: Redis, command: string): Promise<numbe
   return match ? Number(match[1]) : 0;
 }
 
+/**
+ * Resolves once Redis has run `command` `count` times since `base` (a `commandCalls` reading), polled every
+ * 2 ms with a deadline. For "the waiters have parked": a waiter that started with its channel unsubscribed
+ * makes exactly two attempts before it sleeps, its first and the one after subscribing (one EVALSHA each),
+ * so `2 × waiters` calls mean every waiter is parked; a fixed sleep only guesses it, and a loaded machine
+ * can leave attempts to come after it.
+ */
+export function callsSince(redis: Redis, command: string, base: number, count: number, timeoutMs = 5000): Promise<unknown> {
+  return waitUntil(async () => (await commandCalls(redis, command)) - base >= count, timeoutMs, 2, `${count} ${command} call(s)`);
+}
+
 /** Number of subscribers of `channel` (`PUBSUB NUMSUB`). */
 export async function numsub(redis: Redis, channel: string): Promise<number> {
   const reply = (await redis.sendCommand(['PUBSUB', 'NUMSUB', channel])) as unknown;
