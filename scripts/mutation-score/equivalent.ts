@@ -29,6 +29,14 @@ export const EQUIVALENT: readonly Equivalent[] = [
   {
     file: 'src/redis/executor.ts',
     mutatorName: 'BooleanLiteral',
+    original: 'true',
+    line: "if (signal) signal.addEventListener('abort', call, { once: true });",
+    replacement: 'false',
+    reason: "an attempt's abort listener kept after it fires: InFlight.settle() removes it on every path that settles the attempt, the abort's own included (handleEvent → giveUp → settle), and a signal aborts once",
+  },
+  {
+    file: 'src/redis/executor.ts',
+    mutatorName: 'BooleanLiteral',
     original: 'false',
     line: 'if (options.signal?.aborted) return false;',
     replacement: 'true',

@@ -188,6 +188,22 @@ describe('watchdog', () => {
   });
 });
 
+describe('watchdog at shutdown', () => {
+  it('shutdown() while an unlock is on its way reports the holds still renewed as lost (shutdown), not the one being released', async () => {
+    const client = lockClient(env.redis);
+    const lost: Array<[string, string]> = [];
+    client.on('lockLost', (e) => lost.push([e.name, e.reason]));
+    const kept = client.getLock(uniqueName('kept'));
+    const released = client.getLock(uniqueName('released'));
+    await kept.lock();
+    await released.lock();
+    const unlocking = released.unlock().catch((e: unknown) => e);
+    await client.shutdown();
+    await unlocking;
+    expect(lost).toEqual([[kept.name, 'shutdown']]);
+  });
+});
+
 describe('watchdog when Redis fails', () => {
   let own: RedisServer;
   let ownRedis: Redis;
