@@ -301,7 +301,12 @@ function contract(topology: () => Topology, v: LockVariant): void {
       const event = await Promise.race([lost, sleep(5000).then(() => undefined)]);
       const elapsed = performance.now() - tookAt;
       lag.disable();
-      if (event && elapsed >= watchdogMs / 3 + 500 && lag.max / 1e6 > 200 && round < 3) {
+      // A `renewal-late` loss here (A's renewal after B took the lock answered after A's local deadline,
+      // 800 ms on: the whole suite on Node 24 saw it once, 2026-12-06 night) is the same stall seen from the
+      // other side, and says nothing of the owner check either: repeated too. Without the owner check a
+      // round that does not stall gets no lockLost at all, so the third round still fails.
+      const late = event?.reason === 'renewal-late';
+      if (event && round < 3 && (late || (elapsed >= watchdogMs / 3 + 500 && lag.max / 1e6 > 200))) {
         await heldByB.release();
         await a.shutdown();
         continue;
