@@ -156,8 +156,7 @@ describe('RFairLock cost', () => {
     });
     await queued(holder, 40);
     await waitUntil(() => clients.reduce((n, c) => n + c.stats().subscriptions, 0) === 40, 5000, 5, 'one subscription per waiter');
-    await callsSince(redis, 'evalsha', base, 80); // all 40 parked, not a 200 ms guess
-    const before = await commandCalls(redis, 'evalsha');
+    const before = await callsSince(redis, 'evalsha', base, 80); // all 40 parked, not a 200 ms guess
     await sleep(1000);
     expect(await commandCalls(redis, 'evalsha')).toBe(before);
     const started = performance.now();

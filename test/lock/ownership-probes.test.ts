@@ -70,7 +70,7 @@ describe('breaker probes: contextless ownership', () => {
       }
     };
     const later = async (): Promise<void> => {
-      await waitUntil(async () => (await env.redis.exists(lock.name)) === 1);
+      await held(lock.name);
       await work();
     };
     await Promise.all([work(), later()]);

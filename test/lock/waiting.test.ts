@@ -67,8 +67,7 @@ describe('waiting', () => {
     const base = await commandCalls(env.redis, 'evalsha');
     const waiters = Array.from({ length: 50 }, () => client.getLock(name).tryLock(30, 'seconds'));
     await waitUntil(async () => (await numsub(env.redis, holder.channel)) === 1, 5000, 5, 'the waiters to subscribe');
-    await callsSince(env.redis, 'evalsha', base, 100); // all 50 parked (a 100 ms sleep let late ones count as the herd)
-    const before = await commandCalls(env.redis, 'evalsha');
+    const before = await callsSince(env.redis, 'evalsha', base, 100); // all 50 parked (a 100 ms sleep let late ones count as the herd)
     await env.redis.sendCommand(['CLIENT', 'KILL', 'TYPE', 'pubsub']);
     await waitUntil(async () => (await numsub(env.redis, holder.channel)) === 1, 5000, 5, 'the resubscription');
     await sleep(200);
@@ -166,8 +165,7 @@ describe('waiting', () => {
       });
     });
     await waitUntil(async () => (await numsub(env.redis, holder.channel)) === 4, 5000, 5, 'four subscriptions');
-    await callsSince(env.redis, 'evalsha', base, 200); // all 100 parked, not a 200 ms guess
-    const before = await commandCalls(env.redis, 'evalsha');
+    const before = await callsSince(env.redis, 'evalsha', base, 200); // all 100 parked, not a 200 ms guess
     await sleep(1000);
     expect(await commandCalls(env.redis, 'evalsha')).toBe(before);
     await holder.unlock();

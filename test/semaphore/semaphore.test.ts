@@ -49,8 +49,7 @@ describe('RSemaphore', () => {
     const base = await commandCalls(env.redis, 'evalsha');
     const waiting = waiter.tryAcquire(2, 10, 'seconds').finally(() => acquisitions.stop());
     await subscribers(env.redis, semaphore.channel);
-    await callsSince(env.redis, 'evalsha', base, 2); // parked: its attempt after subscribing is in, not a 20 ms guess
-    const calls = await commandCalls(env.redis, 'evalsha');
+    const calls = await callsSince(env.redis, 'evalsha', base, 2); // parked: its attempt after subscribing is in, not a 20 ms guess
     await semaphore.release();
     await sleep(200);
     expect((await commandCalls(env.redis, 'evalsha')) - calls).toBe(1);
@@ -121,8 +120,7 @@ describe('RSemaphore', () => {
       return ok;
     });
     await subscribers(env.redis, clients[0]!.getSemaphore(name).channel, 4);
-    await callsSince(env.redis, 'evalsha', base, 200); // all 100 parked, not a 200 ms guess
-    const before = await commandCalls(env.redis, 'evalsha');
+    const before = await callsSince(env.redis, 'evalsha', base, 200); // all 100 parked, not a 200 ms guess
     await sleep(1000);
     expect(await commandCalls(env.redis, 'evalsha')).toBe(before);
     await clients[0]!.getSemaphore(name).release();

@@ -74,10 +74,18 @@ export async function commandCalls(redis: Redis, command: string): Promise<numbe
  * 2 ms with a deadline. For "the waiters have parked": a waiter that started with its channel unsubscribed
  * makes exactly two attempts before it sleeps, its first and the one after subscribing (one EVALSHA each),
  * so `2 × waiters` calls mean every waiter is parked; a fixed sleep only guesses it, and a loaded machine
- * can leave attempts to come after it.
+ * can leave attempts to come after it. Resolves to the count then (the base of an absence window after it).
  */
-export function callsSince(redis: Redis, command: string, base: number, count: number, timeoutMs = 5000): Promise<unknown> {
-  return waitUntil(async () => (await commandCalls(redis, command)) - base >= count, timeoutMs, 2, `${count} ${command} call(s)`);
+export function callsSince(redis: Redis, command: string, base: number, count: number, timeoutMs = 5000): Promise<number> {
+  return waitUntil(
+    async () => {
+      const calls = await commandCalls(redis, command);
+      return calls - base >= count ? calls : 0;
+    },
+    timeoutMs,
+    2,
+    `${count} ${command} call(s)`,
+  );
 }
 
 /** Number of subscribers of `channel` (`PUBSUB NUMSUB`). */
