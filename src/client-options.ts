@@ -30,7 +30,10 @@ export interface LockClientOptions {
    * A Redis URL (`redis://user:pass@host:6379/0`, `rediss://…`): relock creates its own connections (with
    * the offline queue disabled, so no lock command runs late after a reconnect) and closes them in
    * `shutdown()`. The client library (node-redis if installed, else ioredis, else iovalkey) is imported on
-   * the first call, within that call's `responseTimeout`. Give this or `redis`.
+   * the first call, within that call's `responseTimeout`. Give this or `redis`. With node-redis, a
+   * connection waiting between reconnect attempts when `shutdown()` is called keeps the process alive
+   * until that wait ends (node-redis's default strategy: up to 2.2 s; its wait cannot be cancelled): to
+   * bound it, give your own client (`redis`) with a shorter `socket.reconnectStrategy`.
    */
   url?: string;
   /**

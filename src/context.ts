@@ -19,7 +19,10 @@ export interface LockContext {
   readonly holds: HeldLocks;
   /** True for the owner of one acquisition made outside any context (never entered, never reused by another call). */
   readonly detached: boolean;
-  /** A caller-given owner id (`acquire({ identifier })`), used verbatim instead of `clientId:contextId`. */
+  /**
+   * An owner id used verbatim instead of `clientId:contextId`: a caller-given one (`acquire({ identifier })`),
+   * or, for a contextless `lock()`/`tryLock()`, that same `clientId:contextId` made once (see `clientDetachedContext`).
+   */
   readonly owner?: string;
   /**
    * Locks (by hold key) for which an acquisition attempt of this owner failed ambiguously (its reply was
@@ -130,6 +133,16 @@ export function newId(): string {
 /** A context that is not entered: the owner of one acquisition made outside any context (`owner`: a caller-given owner id). */
 export function detachedContext(owner?: string): LockContext {
   return owner === undefined ? { id: newId(), parent: undefined, holds: new HeldLocks(), detached: true, until: 0, releasing: false } : { id: newId(), parent: undefined, holds: new HeldLocks(), detached: true, owner, until: 0, releasing: false };
+}
+
+/**
+ * A detached context (see `detachedContext`) of an acquisition by the client `clientId`, its owner id
+ * `clientId:contextId` made at once: the acquisition and the unlock of its hold send that one string
+ * instead of building one each (`RLock.ownerOf`).
+ */
+export function clientDetachedContext(clientId: string): LockContext {
+  const id = newId();
+  return { id, parent: undefined, holds: new HeldLocks(), detached: true, owner: `${clientId}:${id}`, until: 0, releasing: false };
 }
 
 /** The innermost context of the caller, if any. */

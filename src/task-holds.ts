@@ -86,9 +86,11 @@ export function noteTaskHold(lock: object, owner: LockContext): TaskHold {
   const note: TaskHold = { lock, owner, done: false };
   const kept: TaskHold[] = [note];
   let idle = 1;
-  for (const older of previous ?? []) {
+  // Indexed loops here and below: a for-of allocates an iterator and its results per call until the code is optimised.
+  for (let i = 0; previous !== undefined && i < previous.length; i++) {
+    const older = previous[i];
     if (!older.done || !older.owner.holds.isEmpty()) kept.push(older);
-    else if (idle < MAX_NOTES && !kept.some((k) => k.lock === older.lock)) {
+    else if (idle < MAX_NOTES && noteOf(kept, older.lock) === undefined) {
       kept.push(older);
       idle++;
     }
@@ -97,15 +99,21 @@ export function noteTaskHold(lock: object, owner: LockContext): TaskHold {
   return note;
 }
 
+/** The first note of `lock` in `list`, newest first (an indexed loop: no closure, as `find` would make, nor iterator). */
+function noteOf(list: readonly TaskHold[] | undefined, lock: object): TaskHold | undefined {
+  for (let i = 0; list !== undefined && i < list.length; i++) if (list[i].lock === lock) return list[i];
+  return undefined;
+}
+
 /** The calling task's newest note of `lock`, if it can see one (a refusal too: see `noteRefusal`). */
 export function newestNote(lock: object): TaskHold | undefined {
-  for (const note of notes.getStore() ?? []) if (note.lock === lock) return note;
-  return undefined;
+  return noteOf(notes.getStore(), lock);
 }
 
 /** The calling task's newest note of `lock` that is an acquisition (not a refusal), for the re-acquire check. */
 export function newestAcquisition(lock: object): TaskHold | undefined {
-  for (const note of notes.getStore() ?? []) if (note.lock === lock && !note.refusal) return note;
+  const list = notes.getStore();
+  for (let i = 0; list !== undefined && i < list.length; i++) if (list[i].lock === lock && !list[i].refusal) return list[i];
   return undefined;
 }
 

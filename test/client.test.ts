@@ -2,7 +2,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/glob
 import { Redis as IORedis } from 'ioredis';
 import pino from 'pino';
 import { createClient as createClientV5 } from 'redis-v5';
-import { createLockClient, InvalidArgumentError, RedisUnavailableError, runInContext, type LockClient, type LockClientOptions } from '../src/index.js';
+import { ClientClosedError, createLockClient, InvalidArgumentError, RedisUnavailableError, runInContext, type LockClient, type LockClientOptions } from '../src/index.js';
 import { activeResources, activeTimers, connect, keys, numsub, sleep, uniqueName, waitUntil, type Redis } from './support/helpers.js';
 import { freePort, startRedis, type RedisServer } from './support/redis.js';
 
@@ -140,6 +140,26 @@ describe('createLockClient', () => {
     const clientsBefore = (await redis.clientList()).length;
     await client.shutdown();
     await waitUntil(async () => (await redis.clientList()).length <= clientsBefore - 2, 2000, 10, 'the connections to close');
+  });
+
+  it('with `url`, a waiter whose first answer comes back while shutdown() runs opens no subscriber connection that outlives it', async () => {
+    const holder = urlClient({ url: server.url });
+    const name = uniqueName();
+    await holder.getLock(name).lock();
+    const connected = async (): Promise<number> => (await redis.clientList()).length;
+    const base = await connected();
+    // The shutdown comes 0 to 8 event-loop turns after the waiter's call: some turn lands between the
+    // first answer and the subscription (before the fix, 3 of 6 such turns left a subscriber connected).
+    for (let turns = 0; turns <= 8; turns++) {
+      const client = createLockClient({ url: server.url });
+      await client.getLock(uniqueName()).tryLock(0, 1, 'seconds');
+      const waiting = client.getLock(name).tryLock(5, 5, 'seconds').catch((e: unknown) => e);
+      for (let i = 0; i < turns; i++) await new Promise((resolve) => setImmediate(resolve));
+      await client.shutdown();
+      expect(await waiting).toBeInstanceOf(ClientClosedError);
+      await waitUntil(async () => (await connected()) === base, 2000, 10, `the connections of the client shut down ${turns} turns after the call to close`);
+    }
+    await holder.getLock(name).forceUnlock();
   });
 
   it('with `url` to a server that is down, a call fails with RedisUnavailableError within the retry policy', async () => {

@@ -13,7 +13,7 @@ import { ACQUIRE_OPTION_KEYS, checkIdentifier, requireLockUnit, tryLockTimes, ty
 import { acquire } from './protocol/acquire.js';
 import { acquireForCaller, countedOwner, unlockForCaller } from './protocol/caller.js';
 import { handleOf, setLease, takeOver } from './protocol/handle.js';
-import type { Grant, Refused, Waiter } from './protocol/hooks.js';
+import { ignore, type Grant, type Refused, type Taken, type Waiter } from './protocol/hooks.js';
 import { abandonOwner } from './protocol/undo.js';
 import { unlock } from './protocol/unlock.js';
 import { waitOnChannel } from './protocol/wait.js';
@@ -153,10 +153,16 @@ export class RLock {
    * `WrongTypeError` (the key holds another type, or another kind of relock object holds the name),
    * `RedisUnavailableError`, `ClientClosedError`.
    */
-  async lock(leaseTime?: number, unit?: TimeUnit): Promise<void> {
-    refuseOptionsObject(leaseTime, 'leaseTime', 'lock(5, "seconds")', 'acquire(options)');
-    const lease = leaseTime === undefined ? undefined : leaseMillis(leaseTime, requireLockUnit(unit));
-    await acquireForCaller(this, Infinity, lease, undefined);
+  lock(leaseTime?: number, unit?: TimeUnit): Promise<void> {
+    // Not an async method: the call's promise is the acquisition's, less its value (no async frame).
+    let lease: number | undefined;
+    try {
+      refuseOptionsObject(leaseTime, 'leaseTime', 'lock(5, "seconds")', 'acquire(options)');
+      lease = leaseTime === undefined ? undefined : leaseMillis(leaseTime, requireLockUnit(unit));
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    return acquireForCaller(this, Infinity, lease, undefined).then(ignore);
   }
 
   /**
@@ -175,9 +181,15 @@ export class RLock {
   tryLock(): Promise<boolean>;
   tryLock(waitTime: number, unit: TimeUnit): Promise<boolean>;
   tryLock(waitTime: number, leaseTime: number, unit: TimeUnit): Promise<boolean>;
-  async tryLock(waitTime?: number, leaseOrUnit?: number | TimeUnit, unit?: TimeUnit): Promise<boolean> {
-    const [wait, lease] = tryLockTimes(waitTime, leaseOrUnit, unit);
-    return (await acquireForCaller(this, wait, lease, undefined)) !== undefined;
+  tryLock(waitTime?: number, leaseOrUnit?: number | TimeUnit, unit?: TimeUnit): Promise<boolean> {
+    // Not an async method, as `lock`.
+    let times: [number, number | undefined];
+    try {
+      times = tryLockTimes(waitTime, leaseOrUnit, unit);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    return acquireForCaller(this, times[0], times[1], undefined).then(granted);
   }
 
   /**
@@ -308,7 +320,14 @@ export class RLock {
 
   /** @internal Hook: runs the acquire script once for this lock's `kind` (see `LockHooks.runAcquire`); the fenced lock's takes a token too. */
   runAcquire(owner: string, lease: string, guard: string, held: string): Promise<AcquireResult> {
-    return ACQUIRE.run(this.core.connection, { lock: this.key, leaseMs: lease, owner, guard, heldCount: held, kind: this.kind });
+    const values = acquireValues;
+    values.lock = this.key;
+    values.leaseMs = lease;
+    values.owner = owner;
+    values.guard = guard;
+    values.heldCount = held;
+    values.kind = this.kind;
+    return ACQUIRE.run(this.core.connection, values);
   }
 
   /**
@@ -317,7 +336,17 @@ export class RLock {
    */
   runUnlock(owner: string, latch: string, attempt: number, guard: string): Promise<number | null> {
     const { connection, latches } = this.core;
-    return UNLOCK.run(connection, { lock: this.key, latch, owner, channel: this.releaseChannel(), publishCommand: connection.publishCommand, latchTtl: latches.ttlArg, retry: attempt > 1 ? '1' : '0', guard });
+    const channel = this.releaseChannel();
+    const values = unlockValues;
+    values.lock = this.key;
+    values.latch = latch;
+    values.owner = owner;
+    values.channel = channel;
+    values.publishCommand = connection.publishCommand;
+    values.latchTtl = latches.ttlArg;
+    values.retry = attempt > 1 ? '1' : '0';
+    values.guard = guard;
+    return UNLOCK.run(connection, values);
   }
 
   /** The channel a release that frees the lock publishes on; the spin lock returns '' (publish nothing). */
@@ -386,6 +415,19 @@ export class RLock {
     return this.core.executor.run(args[0], () => checkedRead(this.core.connection, expects, args), { idempotent: true, expects });
   }
 }
+
+/** The named values of a script call, writable. */
+type Filled<V> = { -readonly [N in keyof V]: V[N] };
+
+/**
+ * The values of every call of RLock's acquire and unlock scripts, one object each, filled before each
+ * call: `run` reads them at once and keeps none (see `TypedScript.run`), so no object is made per call.
+ */
+const acquireValues: Filled<Parameters<typeof ACQUIRE.run>[1]> = { lock: '', leaseMs: '', owner: '', guard: '', heldCount: '', kind: '' };
+const unlockValues: Filled<Parameters<typeof UNLOCK.run>[1]> = { lock: '', latch: '', owner: '', channel: '', publishCommand: '', latchTtl: '', retry: '', guard: '' };
+
+/** Whether an acquisition call got the lock (`tryLock`'s answer). */
+const granted = (taken: Taken | undefined): boolean => taken !== undefined;
 
 /** @internal RLock's steps for the objects that drive RLocks as members (see `MemberSteps`). */
 export const memberSteps: MemberSteps = {

@@ -137,9 +137,10 @@ export class Observer {
   }
 
   /**
-   * Once the API has loaded, counts `executor`'s requests (`relock.redis.requests`) and `watchdog`'s
-   * renewals (`relock.watchdog.renewals`, `relock.watchdog.calls`) through their hooks; while it is not,
-   * the hooks stay unset and cost nothing.
+   * Once the API has loaded with a meter that records, counts `executor`'s requests (`relock.redis.requests`)
+   * and `watchdog`'s renewals (`relock.watchdog.renewals`, `relock.watchdog.calls`) through their hooks;
+   * while it loads they count into the buffer; otherwise (no API, or its no-op meter, which the API never
+   * switches) the hooks stay unset and cost nothing.
    */
   count(executor: Executor, watchdog: Watchdog): void {
     const byOperation = new Map<string, { 'relock.request': string }>();
@@ -161,7 +162,7 @@ export class Observer {
     if (this.pending) install((measure) => this.meter(measure));
     void this.ready.then(() => {
       const otel = this.otel;
-      if (otel) install((measure) => measure(otel));
+      if (otel?.metrics) install((measure) => measure(otel));
       else [executor.onRequest, watchdog.onRenewal] = [undefined, undefined];
     });
   }

@@ -23,16 +23,18 @@ interface Watched {
  * The first attempt of an `Executor.request` call (most calls make no other), in flight: raced with the
  * response timeout (the sweeper), the abort signal and the caller's deadline. Answered, its value goes
  * through `request.answered` into the call's promise; failed or given up, the call goes on with the retry
- * policy (`Executor.retry`). One object and one promise besides the call's own; settled, it holds nothing
- * (the sweeper may keep it until its next sweep).
+ * policy (`Executor.retry`). One object and one `.then` on the attempt (its two handlers, fewer bytes than
+ * an async method's frame and await) besides the call's promise; settled, it holds nothing (the sweeper may
+ * keep it until its next sweep).
  */
 class FirstAttempt<T, R> implements Watched {
   readonly at: number;
   /** Cleared once the attempt is settled (answered, failed or given up), with everything below. */
   private source: Promise<T> | undefined;
   private request: Request<T, R> | undefined;
-  private resolve: ((value: R | PromiseLike<R>) => void) | undefined;
-  private reject: ((error: unknown) => void) | undefined;
+  /** The call's resolving functions, given by `startCall`. */
+  resolve: ((value: R | PromiseLike<R>) => void) | undefined;
+  reject: ((error: unknown) => void) | undefined;
   /** Gives the attempt up at its caller's deadline (see `RunOptions.deadline`), if that comes first. */
   private cutTimer: NodeJS.Timeout | undefined;
 
@@ -42,13 +44,9 @@ class FirstAttempt<T, R> implements Watched {
     request: Request<T, R>,
     /** The caller's deadline plus grace (monotonic ms), when finite. */
     private readonly deadline: number | undefined,
-    resolve: (value: R | PromiseLike<R>) => void,
-    reject: (error: unknown) => void,
   ) {
     this.at = monotonic() + executor.responseTimeout;
     this.request = request;
-    this.resolve = resolve;
-    this.reject = reject;
   }
 
   get settled(): boolean {
@@ -72,18 +70,19 @@ class FirstAttempt<T, R> implements Watched {
     request.signal?.addEventListener('abort', this, { once: true });
     const cutAt = this.deadline;
     if (cutAt !== undefined && cutAt < this.at) this.cutTimer = executor.cutTimer(this, cutAt);
-    void this.settleWith(source);
+    source.then(
+      (value) => this.answered(value),
+      (error: unknown) => this.failed(error),
+    );
   }
 
-  /** Waits for the attempt (one promise: an async method awaiting it, no closures). */
-  private async settleWith(source: Promise<T>): Promise<void> {
-    let value: T;
-    try {
-      value = await source;
-    } catch (error) {
-      if (this.settle()) this.retry(error, undefined);
-      return;
-    }
+  /** The attempt failed with `error`: the rest of the call, unless it was given up on already. */
+  private failed(error: unknown): void {
+    if (this.settle()) this.retry(error, undefined);
+  }
+
+  /** The attempt answered `value`: settles the call with it, unless it was given up on already. */
+  private answered(value: T): void {
     // Given up before it answered: a later success is the retry's business (`dangling`).
     if (!this.settle()) return;
     const { request, resolve, reject } = this;
@@ -125,6 +124,28 @@ class FirstAttempt<T, R> implements Watched {
     this.source = undefined;
     return true;
   }
+}
+
+/** The first attempt whose call `started` makes the promise of: read at once by `startCall`, the promise's executor. */
+let starting: FirstAttempt<unknown, unknown> | undefined;
+
+/**
+ * The executor of a call's promise (see `started`): gives the first attempt the promise's resolving
+ * functions and starts it; a throw rejects the call, as in any promise executor. A module function that
+ * reads `starting`, set just before: no closure and context per call.
+ */
+function startCall(resolve: (value: unknown) => void, reject: (error: unknown) => void): void {
+  const attempt = starting!;
+  starting = undefined;
+  attempt.resolve = resolve;
+  attempt.reject = reject;
+  attempt.start();
+}
+
+/** The promise of the call whose first attempt is `attempt`, started (see `FirstAttempt.start`). */
+function started<T, R>(attempt: FirstAttempt<T, R>): Promise<R> {
+  starting = attempt as FirstAttempt<unknown, unknown>;
+  return new Promise<unknown>(startCall) as Promise<R>;
 }
 
 /** Settles a call with `value` of its successful attempt: through `request.answered`, or as it is. */
@@ -259,14 +280,14 @@ export class Executor {
   /**
    * Runs `request` (`send` once per attempt) with the retry policy and the response timeout, mapping the
    * final failure to a relock error; resolves to `request.answered(value)` (or the value). The first
-   * attempt is sent at once, in no async frame: a call answered at once costs its promise and one more
-   * (see `FirstAttempt`), no timer (the shared sweeper bounds it) and no closure. p-retry takes over only
-   * after a retryable failure.
+   * attempt is sent at once, in no async frame: a call answered at once costs its promise and one `.then`
+   * (see `FirstAttempt`), no timer (the shared sweeper bounds it). p-retry takes over only after a
+   * retryable failure.
    */
   request<T, R = T>(operation: string, request: Request<T, R>): Promise<R> {
     if (this.closed) return Promise.reject(new ClientClosedError());
     const deadline = request.deadline !== undefined && Number.isFinite(request.deadline) ? request.deadline + DEADLINE_GRACE_MS : undefined;
-    return new Promise<R>((resolve, reject) => new FirstAttempt(this, operation, request, deadline, resolve, reject).start());
+    return started(new FirstAttempt(this, operation, request, deadline));
   }
 
   /** @internal Watches `call` until it settles: the sweeper gives it up when its `at` passes. */

@@ -64,17 +64,18 @@ export abstract class Script {
   }
 
   /**
-   * EVALSHA, then `afterEvalsha` when it failed. The common case, EVALSHA answered, costs this method's
-   * promise and frame and no closure (a `.then` with an error handler made a closure per call; issue 12).
+   * EVALSHA, then `afterEvalsha` when it failed: one `.then` and its error handler's closure, less than
+   * an async method's promise, frame and await.
    */
-  private async evalsha<R>(connection: Connection, command: string[], parse: (reply: unknown) => R, firstKey: string | undefined, scripting: Scripting | undefined): Promise<R> {
-    let reply: unknown;
+  private evalsha<R>(connection: Connection, command: string[], parse: (reply: unknown) => R, firstKey: string | undefined, scripting: Scripting | undefined): Promise<R> {
+    let sent: Promise<unknown>;
     try {
-      reply = await connection.send(firstKey, command);
+      sent = connection.send(firstKey, command);
     } catch (error) {
+      // A client that throws instead of rejecting: the same path as a rejection (never a synchronous throw).
       return this.afterEvalsha(connection, command, parse, firstKey, scripting, error);
     }
-    return parse(reply);
+    return sent.then(parse, (error: unknown) => this.afterEvalsha(connection, command, parse, firstKey, scripting, error));
   }
 
   /** Sends `command` as a call of the script's function (see functions.ts). */
@@ -188,7 +189,10 @@ export class TypedScript<V, R> extends Script {
     this.parse = spec.parse;
   }
 
-  /** Runs the script once with `values` (see `ScriptValues`); rejects with Redis's error or `PermissionError`. */
+  /**
+   * Runs the script once with `values` (see `ScriptValues`); rejects with Redis's error or `PermissionError`.
+   * `values` are read at once, into the command, and not kept: a caller may fill one object again for each call.
+   */
   run(connection: Connection, values: V): Promise<R> {
     return this.send(connection, this.command(values as Readonly<Record<string, string | readonly string[]>>), this.parse);
   }

@@ -15,6 +15,7 @@ import { ClientClosedError, createLockClient, type LockClient, type LockHandle, 
 import { CLIENT_FAMILIES, type ClientFamily, type OpenedClient } from '../shared/clients.js';
 import { useRedis } from '../support/harness.js';
 import { connect, numsub, uniqueName, waitUntil } from '../support/helpers.js';
+import { stallTolerant } from '../support/stalls.js';
 import { startProxy, type TcpProxy } from '../support/tcp-proxy.js';
 
 /** node-redis, opened as its users do (`createClient` + `connect()`), beside the other families. */
@@ -58,21 +59,30 @@ describe.each([NODE_REDIS, ...CLIENT_FAMILIES])('faults on $name', (family) => {
   });
 
   it('a Redis restart mid-hold: the holder is told within the restart bound (not at its next renewal, 10 s later)', async () => {
-    const user = await open();
-    const client = lockClient(user.client, { lockWatchdogTimeout: 30_000 });
-    const lost: Array<{ event: LockLostEvent; t: number }> = [];
-    client.on('lockLost', (event) => lost.push({ event, t: performance.now() }));
-    const handle = await client.getLock(`faults:{${uniqueName()}}`).acquire();
-    await env.server.kill();
-    await env.server.restart();
-    const back = performance.now();
-    await waitUntil(() => lost.length > 0, 12_000, 5, 'lockLost after the restart');
-    const delay = lost[0].t - back;
-    print(`${family.name}: restart, holder told ${Math.round(delay)} ms after Redis was back`);
-    expect(lost[0].event.reason).toBe('expired');
-    expect(handle.signal.aborted).toBe(true);
-    expect(delay).toBeLessThan(AFTER_RESTART_MS);
-  }, 30_000);
+    // relock learns of GLIDE's reconnect by polling GLIDE's connection count every 50 ms, which must see
+    // it fall and rise: GLIDE's second reconnect attempt comes 160–240 ms after its first (failed, the
+    // server not up yet). A loop stalled longer than that can miss both (the clean-clone rehearsal of
+    // 2026-12-07, whole suite on Node 24, once: GLIDE's holder told at its next renewal, 9,755 ms after
+    // the restart, nothing measured). A round that failed while the loop stalled past 150 ms
+    // (stallTolerant) is repeated, up to 3 rounds, on a fresh lock client and name; one that failed
+    // within it fails the test.
+    await stallTolerant(async () => {
+      const user = await open();
+      const client = lockClient(user.client, { lockWatchdogTimeout: 30_000 });
+      const lost: Array<{ event: LockLostEvent; t: number }> = [];
+      client.on('lockLost', (event) => lost.push({ event, t: performance.now() }));
+      const handle = await client.getLock(`faults:{${uniqueName()}}`).acquire();
+      await env.server.kill();
+      await env.server.restart();
+      const back = performance.now();
+      await waitUntil(() => lost.length > 0, 12_000, 5, 'lockLost after the restart');
+      const delay = lost[0].t - back;
+      print(`${family.name}: restart, holder told ${Math.round(delay)} ms after Redis was back`);
+      expect(lost[0].event.reason).toBe('expired');
+      expect(handle.signal.aborted).toBe(true);
+      expect(delay).toBeLessThan(AFTER_RESTART_MS);
+    }, 150);
+  }, 60_000);
 
   /**
    * A lock held for 30 s by a node-redis lock client, and the same lock on a lock client over the family's
@@ -91,15 +101,22 @@ describe.each([NODE_REDIS, ...CLIENT_FAMILIES])('faults on $name', (family) => {
   };
 
   it('a waiter parked across a Redis restart is served once the client is back (not at its fallback timer)', async () => {
-    const { waiting: served } = await heldAndWaited((lock) => lock.acquire({ waitMs: 25_000, leaseMs: 5_000 }).then((h) => ({ h, t: performance.now() })));
-    await env.server.kill();
-    await env.server.restart();
-    const back = performance.now();
-    const { h, t } = await served;
-    print(`${family.name}: restart, waiter served ${Math.round(t - back)} ms after Redis was back`);
-    expect(t - back).toBeLessThan(AFTER_RESTART_MS);
-    await h.release();
-  }, 30_000);
+    // As the holder's test above: a round that failed while the loop stalled past 150 ms is repeated, up
+    // to 3 rounds, on a fresh name and clients.
+    await stallTolerant(async () => {
+      const { waiting: served } = await heldAndWaited((lock) => lock.acquire({ waitMs: 25_000, leaseMs: 5_000 }).then((h) => ({ h, t: performance.now() })));
+      await env.server.kill();
+      await env.server.restart();
+      const back = performance.now();
+      const { h, t } = await served;
+      try {
+        print(`${family.name}: restart, waiter served ${Math.round(t - back)} ms after Redis was back`);
+        expect(t - back).toBeLessThan(AFTER_RESTART_MS);
+      } finally {
+        await h.release();
+      }
+    }, 150);
+  }, 90_000);
 
   it('a network cut longer than the lease: the holder is told before Redis expires its key', async () => {
     const proxy: TcpProxy = await startProxy(env.server.host, env.server.port);

@@ -7,7 +7,7 @@ import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { describe, expect, it } from '@jest/globals';
 import { IllegalMonitorStateError, WrongTypeError, type LockClient, type LockHandle, type LockLostEvent, type RLock } from '../../src/index.js';
 import type { Topology } from '../shared/topology.js';
-import { sleep, uniqueName, waitUntil } from '../support/helpers.js';
+import { atMost, sleep, uniqueName, waitUntil } from '../support/helpers.js';
 import { stallTolerant } from '../support/stalls.js';
 import { expectWokenByMessage, recordAcquisitions } from '../support/wakes.js';
 import { VARIANTS, type LockVariant } from './variants.js';
@@ -219,10 +219,14 @@ function contract(topology: () => Topology, v: LockVariant): void {
     const c = client({ lockWatchdogTimeout: 750 });
     const lost: LockLostEvent[] = [];
     c.on('lockLost', (event) => lost.push(event));
-    await stallTolerant(async () => {
+    await stallTolerant(async (_, slowReply) => {
       lost.length = 0;
       const lock = v.of(c, newName());
+      // A grant answered later than the lease (a starved redis-server; the whole suite on Node 24 in a
+      // clean-clone run, 2026-12-07: renewal-late while the loop stalled 12 ms) is lost by design.
+      const sentAt = performance.now();
       const handle = await lock.acquire();
+      slowReply(performance.now() - sentAt);
       try {
         await sleep(2400); // the time under test: more than three leases
         expect(lost.map((e) => `${e.reason}: ${String((e.error.cause as Error | undefined)?.message)}`)).toEqual([]);
@@ -292,7 +296,7 @@ function contract(topology: () => Topology, v: LockVariant): void {
       // is repeated, up to 3 rounds. Without the owner check no lockLost ever comes.
       const lag = monitorEventLoopDelay({ resolution: 5 });
       lag.enable();
-      const event = await Promise.race([lost, sleep(5000).then(() => undefined)]);
+      const event = await atMost(lost, 5000);
       const elapsed = performance.now() - tookAt;
       lag.disable();
       // A `renewal-late` loss here (A's renewal after B took the lock answered after A's local deadline,

@@ -14,6 +14,9 @@ if (mysqlInstalled()) {
       pool: pool as never,
       rows: async (sql, values) => (await pool.query(questionMarks(sql), values))[0] as Array<Record<string, unknown>>,
       txQuery: async (tx, sql, values) => void (await (tx as PoolConnection).query(questionMarks(sql), values)),
+      // The transaction's own level (INNODB_TRX: it has written the fence row), not the session's variable,
+      // which a one-transaction `SET TRANSACTION ISOLATION LEVEL` leaves as it was.
+      txRows: async (tx, sql, values) => (await (tx as PoolConnection).query(questionMarks(sql), values))[0] as Array<Record<string, unknown>>,
       // A session whose fence upsert is running while the other holds the row: it waits on the row lock
       // (MariaDB's INNODB_TRX shows LOCK WAIT only some of the time; the statement shows throughout).
       lockWaits: async () => {

@@ -11,6 +11,7 @@ if (postgresInstalled()) {
       pool: pool as never,
       rows: async (sql, values) => (await pool.query(sql, values)).rows as Array<Record<string, unknown>>,
       txQuery: async (tx, sql, values) => void (await (tx as PoolClient).query(sql, values)),
+      txRows: async (tx, sql, values) => (await (tx as PoolClient).query(sql, values)).rows as Array<Record<string, unknown>>,
       lockWaits: async () => Number((await pool.query("SELECT count(*) AS n FROM pg_stat_activity WHERE datname = $1 AND wait_event_type = 'Lock'", [name])).rows[0].n),
       upsert: 'INSERT INTO account (id, balance) VALUES ($1, $2) ON CONFLICT (id) DO UPDATE SET balance = EXCLUDED.balance',
       placeholder: (index) => `$${index}`,

@@ -32,11 +32,13 @@ async function refused(relock: LockClient, fn: () => unknown, argument: string, 
 }
 
 describe('unknown option keys', () => {
-  it('createLockClient refuses a misspelt key, a misspelt nested key, and a nested key given at the top level', () => {
+  it('createLockClient refuses a misspelt key, a misspelt nested key, a nested key given at the top level, and a syncReplicas of the wrong type', () => {
     const cases: [object, string, string][] = [
       [{ lockWatchdogTimeOut: 1000 }, 'lockWatchdogTimeOut', 'did you mean lockWatchdogTimeout?'],
       [{ retry: { retires: 2 } }, 'retry.retires', 'did you mean retries?'],
       [{ syncReplicas: { timout: 5 } }, 'syncReplicas.timout', 'did you mean timeout?'],
+      [{ syncReplicas: 'yes' }, 'syncReplicas', 'must be true, false or { timeout: ms }'],
+      [{ syncReplicas: null }, 'syncReplicas', 'must be true, false or { timeout: ms }'],
       [{ otel: { meterProvder: {} } }, 'otel.meterProvder', 'did you mean meterProvider?'],
       [{ meterProvider: {} }, 'meterProvider', 'it belongs in otel: { otel: { meterProvider } }'],
     ];

@@ -94,6 +94,13 @@ describe('wrong kinds', () => {
     expect((error as Error).message).toContain('belongs to an expirable-semaphore, so a lock cannot use it');
   });
 
+  it('a WrongTypeError made without the kind asked for (as an application may make one) names the Redis types found and expected', () => {
+    const error = new WrongTypeError('orders', 'string', 'hash');
+    expect([error.code, error.askedKind, error.foundKind]).toEqual(['WRONG_TYPE', undefined, undefined]);
+    expect(error.message).toBe('key "orders" holds a Redis string, where relock keeps a Redis hash: the name is used by data relock did not write; nothing was written');
+    expect(new WrongTypeError('orders', 'list', 'zset').message).toContain('holds a Redis list, where relock keeps a Redis zset:');
+  });
+
   it('an RRedLock whose nodes hold other data rejects with their WrongTypeError, not RedisUnavailableError', async () => {
     const nodes = ['a:', 'b:', 'c:'].map((keyPrefix) => lockClient(env.redis, { keyPrefix }));
     const name = uniqueName('red');

@@ -8,7 +8,7 @@ import { describe, expect, it, test } from '@jest/globals';
 import { EventEmitter } from 'node:events';
 import { IllegalMonitorStateError, ReentryNeedsContextError, type LockClient, type RLock } from '../../src/index.js';
 import { useRedis } from '../support/harness.js';
-import { connect, lockClient, sleep, uniqueName, waitUntil } from '../support/helpers.js';
+import { atMost, connect, lockClient, sleep, uniqueName, waitUntil } from '../support/helpers.js';
 
 const env = useRedis();
 
@@ -98,7 +98,7 @@ describe('breaker probes: contextless ownership', () => {
     };
     const others = deferred();
     // The first holds until the sibling and the intruder are done (a deadline keeps a defect from hanging it).
-    const first = work(() => Promise.race([others.promise, sleep(5000)]));
+    const first = work(() => atMost(others.promise, 5000));
     // The sibling locks once the first holds (its note is the one relock must not take for a re-entry).
     const second = (async () => {
       await held(name);
@@ -147,7 +147,7 @@ describe('breaker probes: contextless ownership', () => {
     const others = deferred();
     // Listener 1 holds until listener 2 and the intruder are done (a deadline keeps a defect from hanging it);
     // listener 2 awaits listener 1's hold, then locks.
-    emitter.on('job', () => done.push(work(undefined, () => Promise.race([others.promise, sleep(5000)]))));
+    emitter.on('job', () => done.push(work(undefined, () => atMost(others.promise, 5000))));
     emitter.on('job', () => done.push(work(() => held(name), () => sleep(5))));
     emitter.emit('job');
     // The other instance tries to enter while listener 1 is inside.

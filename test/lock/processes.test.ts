@@ -1,7 +1,7 @@
-import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { describe, expect, it } from '@jest/globals';
 import { useRedis } from '../support/harness.js';
 import { lockClient, uniqueName, Worker } from '../support/helpers.js';
+import { probeReplies, stallTolerant } from '../support/stalls.js';
 
 const env = useRedis();
 
@@ -24,30 +24,37 @@ describe('across processes', () => {
 
   it('a holder killed with SIGKILL frees the lock for a waiter within one lease (known failure 14)', async () => {
     // The waiter gets no message (the holder dies): its timer on the holder's TTL wakes it at the lease's
-    // end. A round in which this process's event loop stalled past 200 ms while it waited (a clean-clone
-    // whole-suite run on 2 cores once woke it 1,307 ms after the kill) says nothing of that timer and is
-    // repeated, at most 3 rounds; without the timer the waiter waits its whole 10 s.
+    // end. The bound is 100 ms above the lease: a round that failed while this process's event loop or Redis
+    // stalled past 100 ms (stallTolerant with probeReplies; a clean-clone whole-suite run on 2 cores once
+    // woke it 1,307 ms after the kill) says nothing of that timer and is repeated, at most 3 rounds; without
+    // the timer the waiter waits its whole 10 s, in every round.
     const lease = 1000;
-    for (let round = 1; ; round++) {
+    const line = await stallTolerant(async (_, slowReply) => {
       const holder = await worker({ lockWatchdogTimeout: lease });
       const name = uniqueName();
       holder.send({ cmd: 'acquire', name });
       expect((await holder.next('acquired')).ok).toBe(true);
-      const client = lockClient(env.redis);
-      const lag = monitorEventLoopDelay({ resolution: 5 });
-      lag.enable();
-      const waiting = client.getLock(name).tryLock(10, 'seconds');
-      const ttlAtKill = Number(await env.redis.pTTL(client.getLock(name).key));
-      const killedAt = performance.now();
-      holder.kill('SIGKILL');
-      expect(await waiting).toBe(true);
-      const recovery = performance.now() - killedAt;
-      lag.disable();
-      if (recovery >= lease + 100 && lag.max / 1e6 > 200 && round < 3) continue;
-      expect(recovery).toBeLessThan(lease + 100);
-      expect(recovery).toBeGreaterThan(ttlAtKill - 100);
-      break;
-    }
+      const waiter = lockClient(env.redis).getLock(name);
+      // Called here, in the round's own task, so that the unlock in finally is the acquirer's.
+      const waiting = waiter.tryLock(10, 'seconds');
+      const stop = probeReplies(env.redis, slowReply);
+      try {
+        const ttlAtKill = Number(await env.redis.pTTL(waiter.key));
+        const killedAt = performance.now();
+        holder.kill('SIGKILL');
+        expect(await waiting).toBe(true);
+        const recovery = performance.now() - killedAt;
+        stop();
+        expect(recovery).toBeLessThan(lease + 100);
+        expect(recovery).toBeGreaterThan(ttlAtKill - 100);
+        return `holder killed with ${ttlAtKill} ms left, waiter in after ${Math.round(recovery)} ms`;
+      } finally {
+        stop();
+        holder.kill('SIGKILL');
+        if (await waiting.catch(() => false)) await waiter.unlock();
+      }
+    }, 100);
+    process.stdout.write(`lock: ${line}\n`);
   });
 
   it('a holder frozen past its lease (SIGSTOP) loses the lock: another acquires, and on resume it is told and does not revive the key (known failure 7)', async () => {

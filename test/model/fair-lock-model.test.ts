@@ -23,7 +23,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
 import { createLockClient, type LockClient, type LockHandle, type RFairLock } from '../../src/index.js';
 import { useRedis } from '../support/harness.js';
-import { contextRunner, serverTime, sleep, uniqueName, waitUntil } from '../support/helpers.js';
+import { atMost, contextRunner, serverTime, uniqueName, waitUntil } from '../support/helpers.js';
 import { checkModel, modelTimeout, ModelStep, type ModelRun } from '../support/model.js';
 import { startProxy, type TcpProxy } from '../support/tcp-proxy.js';
 
@@ -150,7 +150,7 @@ class Unlock extends Step {
     if (next < 0) return;
     const head = m.queue[next] as Waiter;
     const deadBy = Math.max(0, ...m.queue.slice(0, next).map((w) => (isLive(w) ? 0 : w.by)));
-    const result = await Promise.race([head.done, sleep(Math.max(0, deadBy - performance.now()) + HANDOVER_BOUND_MS).then(() => 'late' as const)]);
+    const result = await atMost(head.done, Math.max(0, deadBy - performance.now()) + HANDOVER_BOUND_MS, 'late' as const);
     expect(result).not.toBeInstanceOf(Error);
     expect({ head: head.owner, granted: result !== 'late' }).toEqual({ head: head.owner, granted: true });
     m.queue.splice(0, next + 1);

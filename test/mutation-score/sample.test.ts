@@ -5,7 +5,11 @@
  * safety-relevant folders are the issue's list, and each mutant triaged equivalent is set apart from the
  * mutant set (exactly one mutant of src/ per entry, so an entry cannot rot when its code changes).
  */
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from '@jest/globals';
+import { Instrumenter } from '@stryker-mutator/instrumenter';
 import { EQUIVALENT, equivalentOf } from '../../scripts/mutation-score/equivalent.js';
 import { allMutants, draw, isSafetyRelevant, mutantKey, originalText, wilson } from '../../scripts/mutation-score/sample.js';
 import { repoRoot } from '../../scripts/mutants/scratch.js';
@@ -58,4 +62,34 @@ describe('mutation-score sample', () => {
     expect(equivalentOf(m, 'false', 'return false;')).toBeUndefined();
     expect(equivalentOf({ ...m, replacement: 'false' }, 'true', line)).toBeUndefined();
   });
+
+  it("the relock-sample ignorer leaves a sampled mutant to run and ignores only those nested in its range, also a nested one of the same line, mutator and replacement (src/task-holds.ts: `idle < MAX_NOTES && …` → true holds `idle < MAX_NOTES` → true)", async () => {
+    const file = 'src/task-holds.ts';
+    const name = join(repoRoot, file);
+    const content = readFileSync(name, 'utf8');
+    const at = (line: number, column: number) => ({ line: line - 1, column });
+    const instrument = async (mutate: true | Array<{ start: { line: number; column: number }; end: { line: number; column: number } }>, ignorers: unknown[]) =>
+      (await new Instrumenter(silent).instrument([{ name, mutate, content }], { plugins: null, excludedMutations: [], ignorers } as never)).mutants;
+    const all = await instrument(true, []);
+    const sampled = all.find((m) => m.mutatorName === 'ConditionalExpression' && m.replacement === 'true' && all.some((n) => n !== m && n.mutatorName === m.mutatorName && n.replacement === m.replacement && n.location.start.line === m.location.start.line && n.location.start.column === m.location.start.column && n.location.end.column < m.location.end.column))!;
+    expect(sampled).toBeDefined();
+    const { start, end } = sampled.location;
+    const dir = mkdtempSync(join(tmpdir(), 'relock-sample-'));
+    writeFileSync(join(dir, 'sample.json'), JSON.stringify([{ file, mutatorName: sampled.mutatorName, replacement: sampled.replacement, start: { line: start.line + 1, column: start.column }, end: { line: end.line + 1, column: end.column } }]));
+    process.env.RELOCK_MUTATION_SAMPLE = join(dir, 'sample.json');
+    // A plain JavaScript module (Stryker loads it by path): imported by a name TypeScript does not resolve.
+    const plugins: string = '../../scripts/mutation-score/plugins.mjs';
+    const { strykerPlugins } = (await import(plugins)) as { strykerPlugins: Array<{ value?: unknown }> };
+    const run = await instrument([{ start: at(start.line + 1, start.column), end: at(end.line + 1, end.column) }], [strykerPlugins[0]!.value]);
+    const key = (m: typeof sampled) => `${m.location.start.column}-${m.location.end.column} ${m.mutatorName} ${m.replacement}`;
+    expect(run.filter((m) => m.status === undefined).map(key)).toContain(key(sampled));
+    const nested = run.filter((m) => m.location.end.column < end.column || m.location.start.column > start.column);
+    expect(nested.length).toBeGreaterThan(0);
+    expect(nested.filter((m) => m.status !== 'Ignored').map(key)).toEqual([]);
+  }, 60_000);
 });
+
+const silent = {
+  isTraceEnabled: () => false, isDebugEnabled: () => false, isInfoEnabled: () => false,
+  trace() {}, debug() {}, info() {}, warn() {}, error() {}, fatal() {},
+} as never;

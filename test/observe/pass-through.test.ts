@@ -4,13 +4,17 @@
  * `otel.tracerProvider`) or their parent's, and nothing else is measured (no meter provider, nobody on the
  * TracingChannels), an acquisition runs without the span: it does not enter a context for it (counted
  * through the global context manager's `with`). A span of a recording tracer is entered (the contrast).
+ * Likewise the requests and renewals are counted only into a meter that records: with the no-op meter the
+ * executor's and the watchdog's hooks stay unset.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { context, INVALID_SPAN_CONTEXT, ProxyTracerProvider, trace, TraceFlags, type Context } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
+import { MeterProvider } from '@opentelemetry/sdk-metrics';
 import { BasicTracerProvider } from '@opentelemetry/sdk-trace-base';
 import type { TracerProvider } from '@opentelemetry/api';
 import { useRedis } from '../support/harness.js';
+import type { Core } from '../../src/core.js';
 import { observerReady } from './otel-support.js';
 import { lockClient, uniqueName } from '../support/helpers.js';
 
@@ -62,5 +66,25 @@ describe('a span that changes nothing', () => {
     const provider = new BasicTracerProvider();
     expect(await contextsEntered(provider)).toBeGreaterThan(0);
     await provider.shutdown();
+  });
+});
+
+describe('counting hooks', () => {
+  /** The executor's and the watchdog's counting hooks of a client made with `otel`, once the API has loaded. */
+  async function hooks(otel: { meterProvider?: unknown }): Promise<unknown[]> {
+    const client = lockClient(env.redis, { otel: otel as never });
+    await observerReady(client);
+    const { executor, watchdog } = (client as unknown as { core: Core }).core;
+    return [executor.onRequest, watchdog.onRenewal];
+  }
+
+  it('with the no-op meter (no meter provider): unset, so that a request costs no measurement', async () => {
+    expect(await hooks({})).toEqual([undefined, undefined]);
+  });
+
+  it('with a meter that records: set (the contrast)', async () => {
+    const meterProvider = new MeterProvider();
+    expect(await hooks({ meterProvider })).toEqual([expect.any(Function), expect.any(Function)]);
+    await meterProvider.shutdown();
   });
 });

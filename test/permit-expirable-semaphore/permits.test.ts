@@ -2,6 +2,7 @@ import { describe, expect, it } from '@jest/globals';
 import { InvalidArgumentError, LockLostError, PermitNotHeldError, WrongTypeError, type LockLostEvent } from '../../src/index.js';
 import { keySlot } from '../../src/keys.js';
 import { useRedis } from '../support/harness.js';
+import { probeReplies, stallTolerant } from '../support/stalls.js';
 import { commandCalls, lockClient, serverTime, sleep, uniqueName, waitUntil } from '../support/helpers.js';
 
 const env = useRedis({ server: { controllable: true } });
@@ -75,13 +76,29 @@ describe('RPermitExpirableSemaphore', () => {
     expect((error as PermitNotHeldError).ids).toEqual(['no-such-permit']);
     expect((error as Error).message).toContain(semaphore.name);
 
-    const expiring = (await semaphore.tryAcquire(0, 100, 'ms'))!;
-    await sleep(150);
-    const started = performance.now();
-    expect(await semaphore.tryRelease(expiring)).toBe(false);
-    await expect(semaphore.release(expiring)).rejects.toBeInstanceOf(PermitNotHeldError);
-    expect(performance.now() - started).toBeLessThan(100);
-    expect(await semaphore.availablePermits()).toBe(2);
+    // The two refusals are one round trip each (two EVALSHAs, counted), against a bound of 100 ms: a round
+    // that failed while this process's loop or Redis stalled past 80 ms (stallTolerant with probeReplies)
+    // is repeated, up to 3 rounds, on a fresh semaphore; a release that waited or retried before its
+    // refusal is late (or sends more calls) every round.
+    await stallTolerant(async (_, slowReply) => {
+      const expirable = lockClient(env.redis).getPermitExpirableSemaphore(uniqueName());
+      await expirable.setPermits(2);
+      const expiring = (await expirable.tryAcquire(0, 100, 'ms'))!;
+      await sleep(150);
+      const stop = probeReplies(env.redis, slowReply);
+      try {
+        const before = await commandCalls(env.redis, 'evalsha');
+        const started = performance.now();
+        expect(await expirable.tryRelease(expiring)).toBe(false);
+        await expect(expirable.release(expiring)).rejects.toBeInstanceOf(PermitNotHeldError);
+        const took = performance.now() - started;
+        stop();
+        expect({ tookMs: took < 100 ? '< 100' : Math.round(took), calls: (await commandCalls(env.redis, 'evalsha')) - before }).toEqual({ tookMs: '< 100', calls: 2 });
+        expect(await expirable.availablePermits()).toBe(2);
+      } finally {
+        stop();
+      }
+    }, 80);
   });
 
   it('releasing a list is all or nothing: one id not held leaves every other permit held', async () => {
@@ -163,6 +180,21 @@ describe('RPermitExpirableSemaphore', () => {
     expect(handle.signal.aborted).toBe(true);
     expect(client.stats().watchdogHolds).toBe(1);
     await expect(handle.release()).rejects.toBeInstanceOf(PermitNotHeldError);
+  });
+
+  it('shutdown() while a permit release is on its way reports the permits still renewed as lost (shutdown), not the one being released', async () => {
+    const client = lockClient(env.redis, { lockWatchdogTimeout: 600 });
+    const semaphore = client.getPermitExpirableSemaphore(uniqueName());
+    await semaphore.setPermits(2);
+    const kept = await semaphore.acquire();
+    const released = await semaphore.acquire();
+    const lost: LockLostEvent[] = [];
+    client.on('lockLost', (event) => lost.push(event));
+    const releasing = released.release().catch((e: unknown) => e);
+    await client.shutdown();
+    await releasing;
+    expect(lost.map((event) => [event.owner, event.reason])).toEqual([[kept.id, 'shutdown']]);
+    expect(released.signal.aborted).toBe(false);
   });
 
   it('releases racing with renewals never report a permit lost', async () => {

@@ -4,7 +4,7 @@
  */
 import { expect, it } from '@jest/globals';
 import { IllegalMonitorStateError, runInContext } from '../../src/index.js';
-import { RW_IS_LOCKED } from '../../src/read-write-lock/scripts.js';
+import { RW_ACQUIRE, RW_IS_LOCKED } from '../../src/read-write-lock/scripts.js';
 import { useRedis } from '../support/harness.js';
 import { lockClient, uniqueName } from '../support/helpers.js';
 import { useProxied } from '../lock/protocol/engine.js';
@@ -40,4 +40,24 @@ it('a context holding the write side, then the read side (a downgrade): each sid
     await write.unlock();
     expect([await write.isLocked(), await read.isLocked()]).toEqual([false, false]);
   });
+});
+
+it('a context holding the write side takes the read side and its reply is lost: the retry finds the read hold granted (guarded by the read side\'s own count) and adds none; the two unlocks free the lock', async () => {
+  const name = uniqueName('rw-downgrade-lost');
+  const { proxy, client } = await proxied();
+  await env.redis.scriptLoad(RW_ACQUIRE.source);
+  const rw = client.getReadWriteLock(name);
+  await runInContext(async () => {
+    await rw.writeLock().lock();
+    const lost = proxy.loseReply({ match: RW_ACQUIRE.sha });
+    await rw.readLock().lock();
+    await lost;
+    expect(proxy.repliesLost).toBe(1);
+    // One write hold and one read hold: a guard taken from the write side's count would grant the read twice.
+    const counts = Object.entries(await env.redis.hGetAll(rw.key)).filter(([field]) => field !== 'mode' && field !== 'kind');
+    expect(counts.map(([, count]) => count)).toEqual(['1', '1']);
+    await rw.readLock().unlock();
+    await rw.writeLock().unlock();
+  });
+  expect(await env.redis.exists(rw.key)).toBe(0);
 });

@@ -134,6 +134,23 @@ for (const mode of ['eval', 'functions'] as const) {
       expect(error).toMatchObject({ constructor: PermissionError, command: mode === 'eval' ? expect.stringMatching(/^eval(sha)?$/) : 'fcall', permission: 'channel' });
       expect(await env.redis.exists(other.key)).toBe(0);
     });
+
+    it("a waiter refused SUBSCRIBE polls: it takes the lock soon after another client's release, not at the holder's lease end", async () => {
+      const lines: string[] = [];
+      const logger = pino({ level: 'warn' }, { write: (line: string) => void lines.push(line) });
+      const waiter = client(await userClient(mode, ['resetchannels', '&other:*']), { scripting: mode, logger });
+      const holder = client(await userClient(mode), { scripting: mode });
+      const name = uniqueName();
+      const held = await holder.getLock(name).acquire({ leaseMs: 30_000 });
+      const waiting = waiter.getLock(name).tryLock(5, 30, 'seconds');
+      // The SUBSCRIBE was refused (the waiter now polls); the release then publishes to nobody.
+      await waitUntil(() => lines.some((line) => line.includes('subscribe failed; waiting by polling')), 5000, 2, 'the refused SUBSCRIBE');
+      await held.release();
+      // A waiter that took the refused channel for live would sleep to the holder's lease end, past its 5 s.
+      expect(await waiting).toBe(true);
+      // Not unlocked: its PUBLISH would be refused (the test above).
+      await env.redis.del(waiter.getLock(name).key);
+    });
   });
 }
 

@@ -51,6 +51,29 @@ describe('on Sentinel', () => {
     expect(await waiting).toBe(true);
   }, 60_000);
 
+  it('a slow reply from a live primary is not cut at the end of the wait: the grant it carries is kept (the connection is not offline while node-redis is ready)', async () => {
+    // test/wait-bound.test.ts's check, on a Sentinel client: a call with a wait time is given up at the
+    // wait only when the connection is down (`offline()`); here the primary is up, only slow.
+    setup = await startSentinel();
+    const client = await lockClientOn(setup);
+    await client.getFencedLock(`{${uniqueName()}}`).lock(); // the script is loaded: one round trip per attempt
+    const lock = client.getFencedLock(`{${uniqueName()}}`);
+    const primary = await connect(`redis://127.0.0.1:${await setup.primaryPort()}`);
+    try {
+      // Write commands (scripts among them) of every other client wait 600 ms; its own reply comes first.
+      await primary.sendCommand(['CLIENT', 'PAUSE', '600', 'WRITE']);
+      const started = performance.now();
+      await client.runInContext(async () => {
+        const token = await lock.tryLockAndGetToken(100, 'ms');
+        expect({ token: typeof token, slow: performance.now() - started > 500 }).toEqual({ token: 'bigint', slow: true });
+        await lock.unlock();
+      });
+    } finally {
+      await primary.sendCommand(['CLIENT', 'UNPAUSE']).catch(() => {});
+      await primary.close();
+    }
+  }, 60_000);
+
   it("shutdown() takes back every listener relock added to the user's Sentinel client ('end', 'topology-change')", async () => {
     setup = await startSentinel();
     const sentinel = await setup.connect();

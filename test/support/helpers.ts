@@ -62,6 +62,20 @@ export async function waitUntil<T>(check: () => T | Promise<T>, timeoutMs = 5000
 
 export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
+/**
+ * `promise`'s value, or `fallback` once `ms` passed first: a deadline that keeps a defect from hanging a
+ * test. Its timer is cleared when `promise` settles, so none outlives the test (`Promise.race` with
+ * `sleep(ms)` kept the jest worker alive up to `ms` after its last file: "A worker process has failed to
+ * exit gracefully").
+ */
+export function atMost<T, F = undefined>(promise: Promise<T>, ms: number, fallback?: F): Promise<T | F> {
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<F>((resolve) => {
+    timer = setTimeout(() => resolve(fallback as F), ms);
+  });
+  return Promise.race([promise, deadline]).finally(() => clearTimeout(timer));
+}
+
 /** Calls of one command so far (`INFO commandstats`), e.g. `commandCalls(redis, 'evalsha')`. */
 export async function commandCalls(redis: Redis, command: string): Promise<number> {
   const info = await redis.info('commandstats');

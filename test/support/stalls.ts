@@ -6,7 +6,9 @@
  * "Flakes explained"). `stallTolerant` runs a round while measuring the loop's longest stall, and repeats a
  * round that failed while the loop stalled past the budget; a failure in a round that stayed within it
  * fails the test, as does a third stalled failure. A test whose mechanism is gone fails in every round,
- * stalled or not, so it still fails.
+ * stalled or not, so it still fails. A stalled Redis counts as well: a grant answered 807 ms after it was
+ * sent (the server paused, the loop idle) is lost as `renewal-late`, since the hold's first deadline runs
+ * from the send (measured, 2026-12-07); a round reports such a reply through `slowReply`.
  */
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 
@@ -20,30 +22,63 @@ export const STALL_BUDGET_MS = 400;
 export interface StalledRound {
   readonly round: number;
   readonly lagMaxMs: number;
+  /** The slowest reply the round reported (`slowReply`), in ms. */
+  readonly replyMaxMs: number;
   readonly error: string;
 }
 
 /**
- * Runs `round(n)` (n = 1, 2, 3) until one passes: a round that throws while the event loop stalled past
- * `budgetMs` is repeated (it should clean up after itself, e.g. in `finally`, and use fresh names), up to
- * `rounds` rounds; a round that throws within the budget throws at once, with its stall in the message.
+ * Runs `round(n, slowReply)` (n = 1, 2, 3) until one passes: a round that throws while the event loop
+ * stalled past `budgetMs`, or that reported (`slowReply(ms)`) a Redis reply slower than it, is repeated (it
+ * should clean up after itself, e.g. in `finally`, and use fresh names), up to `rounds` rounds; a round
+ * that throws within the budget throws at once, with its stall and slowest reply in the message.
  */
-export async function stallTolerant<T>(round: (n: number) => Promise<T>, budgetMs = STALL_BUDGET_MS, rounds = 3): Promise<T> {
+export async function stallTolerant<T>(round: (n: number, slowReply: (ms: number) => void) => Promise<T>, budgetMs = STALL_BUDGET_MS, rounds = 3): Promise<T> {
   const seen: StalledRound[] = [];
   for (let n = 1; ; n++) {
     const lag = monitorEventLoopDelay({ resolution: 5 });
     lag.enable();
+    let replyMaxMs = 0;
     try {
-      return await round(n);
+      return await round(n, (ms) => {
+        replyMaxMs = Math.max(replyMaxMs, Math.round(ms));
+      });
     } catch (error) {
       const lagMaxMs = Math.round(lag.max / 1e6);
-      seen.push({ round: n, lagMaxMs, error: String((error as Error | undefined)?.message ?? error).split('\n')[0]! });
-      if (lagMaxMs > budgetMs && n < rounds) continue;
-      const why = lagMaxMs > budgetMs ? `the event loop stalled past ${budgetMs} ms in each of ${rounds} rounds` : `the event loop's longest stall was ${lagMaxMs} ms (budget ${budgetMs} ms)`;
+      seen.push({ round: n, lagMaxMs, replyMaxMs, error: String((error as Error | undefined)?.message ?? error).split('\n')[0]! });
+      const stalled = lagMaxMs > budgetMs || replyMaxMs > budgetMs;
+      if (stalled && n < rounds) continue;
+      const why = stalled ? `the event loop or Redis stalled past ${budgetMs} ms in each of ${rounds} rounds` : `the event loop's longest stall was ${lagMaxMs} ms and the slowest reported reply ${replyMaxMs} ms (budget ${budgetMs} ms)`;
       if (error instanceof Error) error.message = `${error.message}\n(${why}; rounds: ${JSON.stringify(seen)})`;
       throw error;
     } finally {
       lag.disable();
     }
   }
+}
+
+/**
+ * Measures Redis's responsiveness during part of a round: `PING`s `redis` every `everyMs` and reports each
+ * round trip through `slowReply` (the round's reporter), so a round that failed while the server was
+ * starved (a dozen `redis-server`s and two jest workers on 2 cores) is repeated like one whose loop stalled.
+ * Returns the stop function; call it before the round's assertions or in `finally`.
+ */
+export function probeReplies(redis: { ping(): Promise<unknown> }, slowReply: (ms: number) => void, everyMs = 20): () => void {
+  let stopped = false;
+  const loop = async (): Promise<void> => {
+    while (!stopped) {
+      const sentAt = performance.now();
+      try {
+        await redis.ping();
+      } catch {
+        return;
+      }
+      slowReply(performance.now() - sentAt);
+      await new Promise((resolve) => setTimeout(resolve, everyMs));
+    }
+  };
+  void loop();
+  return () => {
+    stopped = true;
+  };
 }

@@ -4,7 +4,7 @@ import { describe, type Description } from '../describe.js';
 import { OBJECT_DESCRIPTORS } from '../../client.js';
 import { descriptorOfType, inspectObject, objectKeys, type ObjectKeys, type ObjectType } from '../detect.js';
 import { EXIT } from '../errors.js';
-import { escapeGlob, globRegExp } from '../glob.js';
+import { escapeGlob, globMatcher } from '../glob.js';
 import { COMMON_OPTIONS, TYPES_OPTION, wholeNumber, type CommonOptions } from '../options.js';
 import { printJson, printLines, progress, showProgress, type Progress } from '../output.js';
 import { table, ttlText } from '../render.js';
@@ -91,7 +91,7 @@ export async function list(
   bar: Progress,
 ): Promise<{ nodes: string[]; scanned: number; objects: Listed[]; plainIntegers: number; descriptions: Map<string, Description> }> {
   const { prefix } = options;
-  const matches = globRegExp(pattern);
+  const matches = globMatcher(pattern);
   const seen = new Set<string>();
   const objects: Listed[] = [];
   const descriptions = new Map<string, Description>();
@@ -110,7 +110,7 @@ export async function list(
       const [next, keys] = (await node.send(['SCAN', cursor, ...match, 'COUNT', String(options.scanCount)])) as [string, string[]];
       cursor = String(next);
       scanned += keys.length;
-      const names = [...new Set(keys.flatMap((key) => namesOf(key, prefix)))].filter((name) => matches.test(name) && !seen.has(name));
+      const names = [...new Set(keys.flatMap((key) => namesOf(key, prefix)))].filter((name) => matches(name) && !seen.has(name));
       for (const name of names) seen.add(name);
       for (let i = 0; i < names.length; i += BATCH) objects.push(...(await classify(target, names.slice(i, i + BATCH), descriptions, wanted)));
       bar.update(`scanning ${node.address}${nodes.length > 1 ? ` (${n + 1}/${nodes.length})` : ''}: ${scanned} keys read, ${objects.length} relock objects`);

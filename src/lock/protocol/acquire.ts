@@ -122,12 +122,18 @@ export class Acquisition implements Request<AcquireResult, unknown>, Taken, Wait
  */
 export function acquire(lock: LockHooks, ctx: LockContext, waitMs: number, leaseMs: number | undefined, signal: AbortSignal | undefined, note?: TaskHold, ownCall = false): Promise<Taken | undefined> {
   const owner = lock.ownerOf(ctx);
-  const { observe } = lock.core;
-  if (observe.acquiresQuietly) return begin(lock, ctx, owner, waitMs, leaseMs, signal, QUIET_PROBE, note, ownCall);
-  // Measured, the call's result is the grant (the `relock:acquire` message's `result`).
+  if (lock.core.observe.acquiresQuietly) return begin(lock, ctx, owner, waitMs, leaseMs, signal, QUIET_PROBE, note, ownCall);
+  return measured(lock, ctx, owner, waitMs, leaseMs, signal, note, ownCall);
+}
+
+/**
+ * `acquire` measured by the observer (`Observer.acquire`), whose call's result is the grant (the
+ * `relock:acquire` message's `result`). Apart from `acquire` so that an unmeasured call makes none of its closures.
+ */
+function measured(lock: LockHooks, ctx: LockContext, owner: string, waitMs: number, leaseMs: number | undefined, signal: AbortSignal | undefined, note: TaskHold | undefined, ownCall: boolean): Promise<Taken | undefined> {
   let taken: Taken | undefined;
   const run = (probe: AcquireProbe): Promise<Grant | undefined> => begin(lock, ctx, owner, waitMs, leaseMs, signal, probe, note, ownCall).then((t) => (taken = t)?.grant);
-  return observe.acquire(lock.metricKind, lock.name, lock.key, owner, waitMs, signal, run).then(() => taken);
+  return lock.core.observe.acquire(lock.metricKind, lock.name, lock.key, owner, waitMs, signal, run).then(() => taken);
 }
 
 /**

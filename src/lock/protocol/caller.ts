@@ -7,9 +7,9 @@
  * engine: `acquire` (acquire.ts) and `unlock` (unlock.ts).
  * @internal Not exported from the package.
  */
-import { detachedContext, type LockContext } from '../../context.js';
+import { clientDetachedContext, detachedContext, type LockContext } from '../../context.js';
 import { IllegalMonitorStateError, OwnerUnknownError, ReentryNeedsContextError } from '../../errors.js';
-import { newestAcquisition, newestNote, noteRefusal, noteTaskHold } from '../../task-holds.js';
+import { newestAcquisition, newestNote, noteRefusal, noteTaskHold, type TaskHold } from '../../task-holds.js';
 import { monotonic } from '../../time.js';
 import { acquire } from './acquire.js';
 import { ignore, type LockHooks, type Taken } from './hooks.js';
@@ -34,7 +34,7 @@ export function acquireForCaller(lock: LockHooks, waitMs: number, leaseMs: numbe
       noteRefusal(lock, detachedContext());
       return Promise.reject(new ReentryNeedsContextError(lock.name));
     }
-    ctx = detachedContext();
+    ctx = clientDetachedContext(lock.core.id);
   }
   // A contextless lock()/tryLock() notes its owner in the caller's task, for that task's unlock() (see
   // task-holds.ts); a handle's acquisition is released through the handle.
@@ -62,8 +62,13 @@ export function unlockForCaller(lock: LockHooks): Promise<void> {
   const note = newestNote(lock);
   if (!note) return Promise.reject(new OwnerUnknownError(lock.name, lock.ownerOf(detachedContext())));
   // Its acquisition is in flight: its outcome first, so that a grant is released, not renewed forever.
-  if (!note.done) return note.call!.then(ignore, ignore).then(() => unlockNoted(lock, note.owner));
+  if (!note.done) return afterCall(lock, note);
   return unlockNoted(lock, note.owner);
+}
+
+/** `unlockNoted` once the acquisition call of `note` is over; apart from `unlockForCaller` so that an unlock of a finished call makes no closure. */
+function afterCall(lock: LockHooks, note: TaskHold): Promise<void> {
+  return note.call!.then(ignore, ignore).then(() => unlockNoted(lock, note.owner));
 }
 
 /** Releases the hold of the contextless owner `held` (the caller's newest note), or throws `IllegalMonitorStateError` when it holds none. */

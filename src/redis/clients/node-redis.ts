@@ -145,8 +145,11 @@ function standaloneConnection(client: StandaloneClient, owned: boolean, onError:
   };
   client.on('end', onEnd);
 
+  // Set by close(): no subscriber is made after it (a waiter whose first answer came back during shutdown
+  // subscribes): that duplicate would stay connected, and reconnect forever once Redis went away.
+  let shut = false;
   const getSubscriber = (): Promise<unknown> => {
-    if (closed.fired) return Promise.reject(new ClientClosedError({ client: 'node-redis' }));
+    if (closed.fired || shut) return Promise.reject(new ClientClosedError({ client: 'node-redis' }));
     if (!subscriberReady) {
       subscriberReady = outsideContexts(() => {
         const sub = client.duplicate({ disableOfflineQueue: false });
@@ -186,6 +189,7 @@ function standaloneConnection(client: StandaloneClient, owned: boolean, onError:
     onReconnected: reconnected.add,
     onClosed: closed.add,
     async close() {
+      shut = true;
       client.off?.('ready', onCommandReady);
       client.off?.('end', onEnd);
       const toClose = owned ? [subscriber, client] : [subscriber];

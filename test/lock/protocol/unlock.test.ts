@@ -6,12 +6,13 @@
  * waits for the owner's acquisition in flight. Lost replies come from a TCP proxy.
  */
 import { describe, expect, it } from '@jest/globals';
+import { pino } from 'pino';
 import { IllegalMonitorStateError, LockLostError } from '../../../src/index.js';
 import type { RLock } from '../../../src/lock/lock.js';
 import { acquire } from '../../../src/lock/protocol/acquire.js';
 import { unsettle } from '../../../src/lock/protocol/marks.js';
 import { unlock } from '../../../src/lock/protocol/unlock.js';
-import { UNLOCK } from '../../../src/lock/scripts.js';
+import { FORCE_UNLOCK, UNLOCK } from '../../../src/lock/scripts.js';
 import { useRedis } from '../../support/harness.js';
 import { keys, lockClient, uniqueName, waitUntil } from '../../support/helpers.js';
 import { holdCounts, newContext, releaseInFlight, spy, useProxied, type Spied } from './engine.js';
@@ -21,11 +22,28 @@ const proxied = useProxied(env);
 
 const newLock = (): RLock => lockClient(env.redis).getLock(`{${uniqueName('unlock')}}`);
 
-/** A lock on a client behind a new TCP proxy, and a way to lose the reply of its next unlock script. */
-async function lossyLock(): Promise<{ hooks: Spied; loseUnlockReply: () => Promise<void> }> {
-  const { proxy, client } = await proxied();
+/**
+ * A lock on a client behind a new TCP proxy, a way to lose the reply of its next unlock script, and the
+ * client's debug log lines (the executor logs each failed attempt it retries, with its error).
+ */
+async function lossyLock(): Promise<{ hooks: Spied; loseUnlockReply: () => Promise<void>; log: string[] }> {
+  const log: string[] = [];
+  const { proxy, client } = await proxied({ logger: pino({ level: 'debug' }, { write: (line: string) => void log.push(line) }) });
   await env.redis.scriptLoad(UNLOCK.source);
-  return { hooks: spy(client.getLock(`{${uniqueName('unlock')}}`)), loseUnlockReply: () => proxy.loseReply({ match: UNLOCK.sha }) };
+  return { hooks: spy(client.getLock(`{${uniqueName('unlock')}}`)), loseUnlockReply: () => proxy.loseReply({ match: UNLOCK.sha }), log };
+}
+
+/**
+ * The unlock after a lost reply was sent at least twice, every attempt with `guard` (the hold count the
+ * client knew, or '' unguarded). Normally one retry; the executor also retries a retry that failed
+ * transiently (seen once, in CI of stop 41: a third attempt, its error not recorded), so further attempts
+ * are allowed, each held to the same rule, and their logged failures are printed for the record.
+ */
+function expectRetried(hooks: Spied, log: string[], guard: string): void {
+  const attempts = hooks.unlocks.map((u) => [u.attempt, u.guard]);
+  if (attempts.length > 2) process.stdout.write(`unlock sent ${attempts.length} times after the lost reply:\n${log.filter((l) => l.includes('retrying')).join('')}`);
+  expect(attempts.length).toBeGreaterThanOrEqual(2);
+  expect(attempts).toEqual(attempts.map((_, i) => [i + 1, guard]));
 }
 
 /** The unlock latches of `hooks`' lock left in Redis. */
@@ -54,24 +72,21 @@ describe('unlock (protocol/unlock.ts)', () => {
   });
 
   it('a guarded retry after a lost reply answers what the first attempt did (released), without a latch', async () => {
-    const { hooks, loseUnlockReply } = await lossyLock();
+    const { hooks, loseUnlockReply, log } = await lossyLock();
     const ctx = newContext();
     await acquire(hooks, ctx, 0, undefined, undefined);
     let lost = false;
     void loseUnlockReply().then(() => (lost = true));
     await unlock(hooks, ctx);
     expect(lost).toBe(true);
-    expect(hooks.unlocks.map((u) => [u.attempt, u.guard])).toEqual([
-      [1, '1'],
-      [2, '1'],
-    ]);
+    expectRetried(hooks, log, '1');
     expect(await env.redis.exists(hooks.key)).toBe(0);
     expect(ctx.holds.has(hooks.holdKey)).toBe(false);
     expect(await latches(hooks)).toEqual([]);
   });
 
   it('an unlock while the lock is unsettled is not guarded: its answer is latched, and the retry after a lost reply replays it (one hold released of two)', async () => {
-    const { hooks, loseUnlockReply } = await lossyLock();
+    const { hooks, loseUnlockReply, log } = await lossyLock();
     const ctx = newContext();
     const owner = hooks.ownerOf(ctx);
     await acquire(hooks, ctx, 0, undefined, undefined);
@@ -83,11 +98,8 @@ describe('unlock (protocol/unlock.ts)', () => {
     await unlock(hooks, ctx);
     expect(lost).toBe(true);
     expect(await holdCounts(env.redis, hooks.key)).toEqual({ [owner]: '1' });
-    expect(hooks.unlocks.map((u) => [u.attempt, u.guard])).toEqual([
-      [1, ''],
-      [2, ''],
-    ]);
-    expect(hooks.unlocks[1]!.latch).toBe(hooks.unlocks[0]!.latch);
+    expectRetried(hooks, log, '');
+    expect(new Set(hooks.unlocks.map((u) => u.latch)).size).toBe(1);
     expect(ctx.holds.get(hooks.holdKey)?.count).toBe(1);
     // The latch is deleted in the client's next batch, far sooner than its TTL.
     await waitUntil(async () => (await latches(hooks)).length === 0, 2000, 10, 'the latch deleted');
@@ -124,5 +136,22 @@ describe('unlock (protocol/unlock.ts)', () => {
     expect(await env.redis.exists(hooks.key)).toBe(0);
     expect(ctx.holds.has(hooks.holdKey)).toBe(false);
     expect(hooks.core.watchdog.renews(hooks.key, hooks.ownerOf(ctx))).toBe(false);
+  });
+});
+
+describe('forceUnlock', () => {
+  it('its reply lost once: retried (deleting the lock again is harmless), resolves, and the lock is free', async () => {
+    const name = uniqueName('force');
+    await lockClient(env.redis).getLock(name).acquire({ leaseMs: 30_000 }); // no watchdog: the key just goes
+    const { proxy, client } = await proxied();
+    await env.redis.scriptLoad(FORCE_UNLOCK.source);
+    const lock = client.getLock(name);
+    const lost = proxy.loseReply({ match: FORCE_UNLOCK.sha });
+    // The retry finds the key gone (the lost attempt deleted it), so it answers false: what was deleted
+    // by whom is not known after a lost reply, only that the lock is free.
+    expect(typeof (await lock.forceUnlock())).toBe('boolean');
+    await lost;
+    expect(proxy.repliesLost).toBe(1);
+    expect(await env.redis.exists(lock.key)).toBe(0);
   });
 });
