@@ -42,6 +42,24 @@ async function kill(i: number): Promise<void> {
 const nodesOf = (owner: string, nodes: LockClient[]): number[] => nodes.map((c) => (owner.split(',').some((o) => o.startsWith(`${c.id}:`)) ? 1 : 0));
 /** Whether `name` exists on each server (null for a stopped one: its queued command would wait 5 s). */
 const heldOn = (name: string): Promise<Array<number | null>> => Promise.all(redis.map(async (r, i) => (stopped.has(i) ? null : Number(await r.exists(name)))));
+/**
+ * Waits (at most 3 s: a cut attempt's undo waits up to the 500 ms response timeout, its release up to 1 s)
+ * until `heldOn(name)` equals `expected()`, and returns it. A node cut from a round after the grace may
+ * still grant a moment later; its straggler releases that grant in the background (or its lock undoes
+ * it), so right after `acquire()` such a node can hold the key for a few ms (CI, Node 22, once). Without
+ * that release the key stays for the whole lease and this times out.
+ */
+async function settledHeldOn(name: string, expected: () => Array<number | null>): Promise<Array<number | null>> {
+  let last: Array<number | null> = [];
+  try {
+    return await waitUntil(async () => {
+      last = await heldOn(name);
+      return JSON.stringify(last) === JSON.stringify(expected()) ? last : undefined;
+    }, 3000, 10, `the nodes holding ${name} to be ${JSON.stringify(expected())}`);
+  } catch (error) {
+    throw new Error(`${(error as Error).message}; held on: ${JSON.stringify(last)}`);
+  }
+}
 
 describe('RedLock', () => {
   it('takes a quorum of independent masters, reports its validity, and unlock releases every node', async () => {
@@ -57,7 +75,7 @@ describe('RedLock', () => {
     const took = performance.now() - started;
     // nodes answering about as fast as the quorum are kept too (on an idle machine: all three)
     expect(handle.owner.split(',').length).toBeGreaterThanOrEqual(2);
-    expect(await heldOn(name)).toEqual(nodesOf(handle.owner, nodes));
+    await settledHeldOn(name, () => nodesOf(handle.owner, nodes));
     const drift = 0.01 * lease + 2;
     expect(handle.leaseTime!).toBeLessThanOrEqual(lease - drift);
     expect(handle.leaseTime!).toBeGreaterThanOrEqual(lease - drift - took - 1);
@@ -65,8 +83,9 @@ describe('RedLock', () => {
     expect(await heldOn(name)).toEqual([0, 0, 0]);
 
     expect(await redLock.tryLock(1, 'seconds')).toBe(true);
-    // every node that holds it is renewed by its client's watchdog (all three on an idle machine)
-    const held = await heldOn(name);
+    // every node that holds it is renewed by its client's watchdog (all three on an idle machine; a node
+    // cut from the round holds it only until its straggler's release, and is not renewed)
+    const held = await settledHeldOn(name, () => nodes.map((c) => c.stats().watchdogHolds));
     expect(held.filter(Boolean).length).toBeGreaterThanOrEqual(2);
     expect(nodes.map((c) => c.stats().watchdogHolds)).toEqual(held);
     await redLock.unlock();
