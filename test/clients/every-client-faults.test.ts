@@ -14,7 +14,7 @@ import { afterAll, describe, expect, it } from '@jest/globals';
 import { ClientClosedError, createLockClient, type LockClient, type LockHandle, type LockLostEvent, type RLock } from '../../src/index.js';
 import { CLIENT_FAMILIES, type ClientFamily, type OpenedClient } from '../shared/clients.js';
 import { useRedis } from '../support/harness.js';
-import { connect, numsub, uniqueName, waitUntil } from '../support/helpers.js';
+import { callsSince, commandCalls, connect, numsub, uniqueName, waitUntil } from '../support/helpers.js';
 import { stallTolerant } from '../support/stalls.js';
 import { startProxy, type TcpProxy } from '../support/tcp-proxy.js';
 
@@ -95,8 +95,13 @@ describe.each([NODE_REDIS, ...CLIENT_FAMILIES])('faults on $name', (family) => {
     const name = `faults:{${uniqueName()}}`;
     const held = await lockClient(holderRedis).getLock(name).acquire({ leaseMs: 30_000 });
     const lock = lockClient(user.client).getLock(name);
+    const base = await commandCalls(env.redis, 'evalsha');
     const waiting = wait(lock);
     await waitUntil(async () => (await numsub(env.redis, lock.channel)) === 1, 5000, 5, 'the waiter to subscribe');
+    // Parked, not only subscribed: Redis has run the waiter's attempt after subscribing too, so that no
+    // command of it is in flight. (A GLIDE client's close() rejects the commands in flight, but they still
+    // run: an attempt in flight then could take the lock once the holder let go; see the GLIDE traits.)
+    await callsSince(env.redis, 'evalsha', base, 2);
     return { held, user, lock, waiting };
   };
 

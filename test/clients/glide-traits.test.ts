@@ -325,6 +325,50 @@ describe('GLIDE reconnects', () => {
     expect(worker.stderr).not.toMatch(/MaxListenersExceededWarning/);
   });
 
+  it("close() rejects the commands in flight with ClosingError, yet they still run on the server (so relock's ClientClosedError for a call in flight at close does not say it did nothing)", async () => {
+    const keys = Array.from({ length: 20 }, () => newName());
+    for (const key of keys) {
+      const glide = await GlideClient.createClient({ addresses: [{ host: env.server.host, port: env.server.port }] });
+      const reply = glide.customCommand(['SET', key, '1']).then(
+        () => 'ok',
+        (e: unknown) => (e as Error).constructor.name,
+      );
+      glide.close();
+      expect(await reply).toBe('ClosingError');
+    }
+    // GLIDE's core has the requests written before close(): it runs them (20 of 20 here), and only its
+    // reply is dropped. Were this trait to change, docs/guarantees.md ("Closing your client") must too.
+    const ran = await waitUntil(async () => {
+      const n = Number(await env.redis.exists(keys));
+      return n > 0 ? n : 0;
+    }, 2000, 10, 'any SET in flight at close() to run');
+    expect(ran).toBeGreaterThan(0);
+  });
+
+  it('a tryLock whose attempt is in flight when the user closes the client rejects with ClientClosedError; its grant, if it ran, ends with its lease', async () => {
+    const glide = await GlideClient.createClient({ addresses: [{ host: env.server.host, port: env.server.port }] });
+    const client = createLockClient({ redis: glide });
+    try {
+      const lock = client.getLock(newName());
+      // The server knows the script first (else the attempt's EVALSHA would only be answered NOSCRIPT).
+      await (await client.getLock(newName()).acquire({ leaseMs: 5000 })).release();
+      // The user closes their client just as relock's attempt has been written to it.
+      const send = glide.customCommand.bind(glide);
+      glide.customCommand = ((args: string[], options?: object) => {
+        const reply = send(args, options as never);
+        if (args[0] === 'EVALSHA' || args[0] === 'EVAL') glide.close();
+        return reply;
+      }) as typeof glide.customCommand;
+      await expect(lock.tryLock(0, 5, 'seconds')).rejects.toBeInstanceOf(ClientClosedError);
+      // The attempt ran all the same: its owner will never renew nor release it, and it expires with its
+      // 5 s lease, as a crashed holder's would (docs/guarantees.md, "Closing your client").
+      const ttl = await waitUntil(async () => Math.max(0, Number(await env.redis.pTTL(lock.key))), 2000, 10, 'the grant of the attempt in flight');
+      expect(ttl).toBeLessThanOrEqual(5000);
+    } finally {
+      await client.shutdown();
+    }
+  });
+
   it('fails with ClientClosedError once the user closed the GLIDE client', async () => {
       const glide = await GlideClient.createClient({ addresses: [{ host: env.server.host, port: env.server.port }] });
       const client = createLockClient({ redis: glide });

@@ -52,10 +52,11 @@ const heldOn = (name: string): Promise<Array<number | null>> => Promise.all(redi
 async function settledHeldOn(name: string, expected: () => Array<number | null>): Promise<Array<number | null>> {
   let last: Array<number | null> = [];
   try {
-    return await waitUntil(async () => {
+    await waitUntil(async () => {
       last = await heldOn(name);
-      return JSON.stringify(last) === JSON.stringify(expected()) ? last : undefined;
+      return JSON.stringify(last) === JSON.stringify(expected());
     }, 3000, 10, `the nodes holding ${name} to be ${JSON.stringify(expected())}`);
+    return last;
   } catch (error) {
     throw new Error(`${(error as Error).message}; held on: ${JSON.stringify(last)}`);
   }
