@@ -67,11 +67,6 @@ export interface Hold {
   renewed: boolean | boolean[];
 }
 
-/** Whether any hold of `hold` is renewed by the watchdog. */
-export function anyRenewed(hold: Hold): boolean {
-  return hold.renewed === true || (Array.isArray(hold.renewed) && hold.renewed.includes(true));
-}
-
 /**
  * The locks a context holds, by hold key: the first inline, a `Map` only from the second on (most
  * contexts, and every contextless owner, hold one lock, and an empty `Map` alone costs ~180 bytes).

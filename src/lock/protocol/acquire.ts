@@ -6,7 +6,7 @@
  * `fail`. Ambiguous failures arm the guard against lost replies (marks.ts); late grants are undone (undo.ts).
  * @internal Not exported from the package.
  */
-import { anyRenewed, landed, recordAcquired, recordReleased, takeOff, type Hold, type LockContext, type Unsettled } from '../../context.js';
+import { landed, recordAcquired, recordReleased, takeOff, type Hold, type LockContext, type Unsettled } from '../../context.js';
 import type { ObjectKind } from '../../kinds.js';
 import { QUIET_PROBE, type AcquireProbe } from '../../observe/observer.js';
 import type { Channel } from '../../pubsub/channel.js';
@@ -289,13 +289,16 @@ function fail(acq: Acquisition): void {
  * lease ran out, or the key was deleted, without the client knowing): the record of those holds is
  * dropped (unless a grant to the same owner made a new one since), the watchdog stops renewing them and
  * reports them lost (`lockLost`, as its next renewal would have), and the acquisition goes on from the
- * owner's count as recorded now, so that a retry's guard is the count the script wrote on.
+ * owner's count as recorded now, so that a retry's guard is the count the script wrote on. The watchdog
+ * is told whatever the record's flags say: it knows what it renews, and the flags can say "leased" for a
+ * hold it renews (a leased handle released after `unlock()` had given back its hold takes a renewed
+ * hold's flag), which then stayed unreported and was renewed on as the retry's grant.
  */
 function holdEnded(acq: Acquisition): void {
   const { ctx, lock } = acq;
   const { holdKey } = lock;
   if (acq.hold !== undefined && ctx.holds.get(holdKey) === acq.hold) {
-    if (anyRenewed(acq.hold)) lock.core.watchdog.holdsEnded(lock.key, acq.owner);
+    lock.core.watchdog.holdsEnded(lock.key, acq.owner);
     recordReleased(ctx, holdKey, true, true);
   }
   acq.before = ctx.holds.get(holdKey)?.count ?? 0;

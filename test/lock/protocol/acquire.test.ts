@@ -1,11 +1,14 @@
 /**
  * The acquisition protocol (src/lock/protocol/acquire.ts) through its own API: `acquire(lock, ctx, …)`
  * for an owner given explicitly, against a real redis-server. A first grant, a reentrant grant, a refused
- * attempt handing the holder's TTL to the lock's wait, a hold that ended without the client knowing, a
- * lost reply resolved by the guard (a TCP proxy drops the reply), the adoption of an earlier call's lost
- * grant, and a grant that came after its caller aborted, undone before the call rejects.
+ * attempt handing the holder's TTL to the lock's wait, a hold that ended without the client knowing (also
+ * when the owner's record calls its renewed hold leased), a lost reply resolved by the guard (a TCP proxy
+ * drops the reply), the adoption of an earlier call's lost grant, and a grant that came after its caller
+ * aborted, undone before the call rejects.
  */
 import { describe, expect, it } from '@jest/globals';
+import { currentContext } from '../../../src/context.js';
+import type { LockLostError } from '../../../src/errors.js';
 import type { RLock } from '../../../src/lock/lock.js';
 import { acquire } from '../../../src/lock/protocol/acquire.js';
 import type { Grant, Refused, Waiter } from '../../../src/lock/protocol/hooks.js';
@@ -94,6 +97,39 @@ describe('acquire (protocol/acquire.ts)', () => {
     expect(lost).toEqual(['expired']);
     await unlock(hooks, ctx);
     expect(await env.redis.exists(hooks.key)).toBe(0);
+  });
+
+  it("a hold that ended while the owner's record calls every hold leased (a leased handle released after unlock() had given its hold back takes a renewed hold's flag): the watchdog's hold is still reported lost", async () => {
+    const client = lockClient(env.redis);
+    const lock = client.getLock(`{${uniqueName('acquire')}}`);
+    const lost: string[] = [];
+    client.on('lockLost', (e) => lost.push(e.reason));
+    await client.runInContext(async () => {
+      const ctx = currentContext()!;
+      const owner = lock.ownerOf(ctx);
+      const flags = (): unknown => ctx.holds.get(lock.holdKey)?.renewed;
+      const first = await lock.acquire();
+      const renewed = await lock.acquire();
+      const leased = await lock.acquire({ leaseMs: 30_000 });
+      await lock.unlock(); // the innermost hold: the leased one's count
+      await leased.release(); // no leased hold left: it takes a renewed one's flag
+      const leasedToo = await lock.acquire({ leaseMs: 30_000 });
+      await first.release();
+      // One hold in Redis, recorded as leased; the watchdog renews one (the second handle's).
+      expect(await holdCounts(env.redis, lock.key)).toEqual({ [owner]: '1' });
+      expect(flags()).toEqual([false]);
+      expect(lock.core.watchdog.renews(lock.key, owner)).toBe(true);
+      await env.redis.del(lock.key);
+      expect(await lock.tryLock()).toBe(true); // answered 'lost', then granted one hold
+      expect(lost).toEqual(['expired']);
+      expect(renewed.signal.aborted).toBe(true);
+      expect((renewed.signal.reason as LockLostError).reason).toBe('expired');
+      expect(leasedToo.signal.aborted).toBe(false); // a lease is watched by its own end
+      expect(await holdCounts(env.redis, lock.key)).toEqual({ [owner]: '1' });
+      expect(flags()).toBe(true);
+      await lock.unlock();
+    });
+    expect(await env.redis.exists(lock.key)).toBe(0);
   });
 
   it('a lost reply is resolved by the guard: the retry, armed with the count before, recognises its own grant (one hold, not two) and settles the lock', async () => {
