@@ -777,6 +777,15 @@ export const CATALOGUE: readonly CatalogueEntry[] = [
     tests: [EVERY_CLIENT],
     pattern: '^faults on (ioredis|iovalkey) the user closes their client',
   },
+  {
+    id: 'hold-ended-tells-watchdog',
+    mechanism: "an acquisition that finds its owner's hold ended in Redis ('lost') tells the watchdog, whatever the owner's record flags say: the renewed hold is reported lost (lockLost, its handle's signal) instead of renewed on as the retry's grant",
+    file: 'src/lock/protocol/acquire.ts',
+    find: '    lock.core.watchdog.holdsEnded(lock.key, acq.owner);\n',
+    replace: '',
+    tests: ['test/lock/protocol/acquire.test.ts'],
+    pattern: "a hold that ended while the owner's record calls every hold leased",
+  },
   ...OUTSIDE_REVIEW,
   ...ELECTION_CATALOGUE,
 ];
