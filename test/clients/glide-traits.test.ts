@@ -346,27 +346,35 @@ describe('GLIDE reconnects', () => {
   });
 
   it('a tryLock whose attempt is in flight when the user closes the client rejects with ClientClosedError; its grant, if it ran, ends with its lease', async () => {
-    const glide = await GlideClient.createClient({ addresses: [{ host: env.server.host, port: env.server.port }] });
-    const client = createLockClient({ redis: glide });
-    try {
-      const lock = client.getLock(newName());
-      // The server knows the script first (else the attempt's EVALSHA would only be answered NOSCRIPT).
-      await (await client.getLock(newName()).acquire({ leaseMs: 5000 })).release();
-      // The user closes their client just as relock's attempt has been written to it.
-      const send = glide.customCommand.bind(glide);
-      glide.customCommand = ((args: string[], options?: object) => {
-        const reply = send(args, options as never);
-        if (args[0] === 'EVALSHA' || args[0] === 'EVAL') glide.close();
-        return reply;
-      }) as typeof glide.customCommand;
-      await expect(lock.tryLock(0, 5, 'seconds')).rejects.toBeInstanceOf(ClientClosedError);
-      // The attempt ran all the same: its owner will never renew nor release it, and it expires with its
-      // 5 s lease, as a crashed holder's would (docs/guarantees.md, "Closing your client").
-      const ttl = await waitUntil(async () => Math.max(0, Number(await env.redis.pTTL(lock.key))), 2000, 10, 'the grant of the attempt in flight');
-      expect(ttl).toBeLessThanOrEqual(5000);
-    } finally {
-      await client.shutdown();
+    // Up to 5 rounds, each on a client of its own: every round must reject and leave either nothing or a
+    // key that expires within the 5 s lease; the claim that the attempt can run anyway needs one round
+    // where it did (5 of 5 here; GLIDE's core is not bound to run them, so it is not asked of every round).
+    const leftGrant: number[] = [];
+    for (let round = 0; round < 5 && leftGrant.length === 0; round++) {
+      const glide = await GlideClient.createClient({ addresses: [{ host: env.server.host, port: env.server.port }] });
+      const client = createLockClient({ redis: glide });
+      try {
+        const lock = client.getLock(newName());
+        // The server knows the script first (else the attempt's EVALSHA would only be answered NOSCRIPT).
+        await (await client.getLock(newName()).acquire({ leaseMs: 5000 })).release();
+        // The user closes their client just as relock's attempt has been written to it.
+        const send = glide.customCommand.bind(glide);
+        glide.customCommand = ((args: string[], options?: object) => {
+          const reply = send(args, options as never);
+          if (args[0] === 'EVALSHA' || args[0] === 'EVAL') glide.close();
+          return reply;
+        }) as typeof glide.customCommand;
+        await expect(lock.tryLock(0, 5, 'seconds')).rejects.toBeInstanceOf(ClientClosedError);
+        // When the attempt ran all the same, its owner will never renew nor release it: it expires with its
+        // 5 s lease, as a crashed holder's would (docs/guarantees.md, "Closing your client with a call in flight").
+        const ttl = await waitUntil(async () => Math.max(0, Number(await env.redis.pTTL(lock.key))), 1000, 10, 'the grant of the attempt in flight').catch(() => 0);
+        expect(ttl).toBeLessThanOrEqual(5000);
+        if (ttl > 0) leftGrant.push(ttl);
+      } finally {
+        await client.shutdown();
+      }
     }
+    expect(leftGrant).toHaveLength(1);
   });
 
   it('fails with ClientClosedError once the user closed the GLIDE client', async () => {
