@@ -15,7 +15,7 @@ import { ClientClosedError, createLockClient, type LockClient, type LockHandle, 
 import { CLIENT_FAMILIES, type ClientFamily, type OpenedClient } from '../shared/clients.js';
 import { useRedis } from '../support/harness.js';
 import { callsSince, commandCalls, connect, numsub, uniqueName, waitUntil } from '../support/helpers.js';
-import { stallTolerant } from '../support/stalls.js';
+import { probeReplies, stallTolerant } from '../support/stalls.js';
 import { startProxy, type TcpProxy } from '../support/tcp-proxy.js';
 
 /** node-redis, opened as its users do (`createClient` + `connect()`), beside the other families. */
@@ -124,28 +124,38 @@ describe.each([NODE_REDIS, ...CLIENT_FAMILIES])('faults on $name', (family) => {
   }, 90_000);
 
   it('a network cut longer than the lease: the holder is told before Redis expires its key', async () => {
-    const proxy: TcpProxy = await startProxy(env.server.host, env.server.port);
-    try {
-      const user = await open(`redis://127.0.0.1:${proxy.port}`);
-      const client = lockClient(user.client, { lockWatchdogTimeout: 3000 });
-      let toldAt: number | undefined;
-      client.on('lockLost', () => (toldAt ??= performance.now()));
-      const lock = client.getLock(`faults:{${uniqueName()}}`);
-      await lock.acquire();
-      proxy.mode = 'blackhole';
-      let expiredAt: number | undefined;
-      await waitUntil(async () => {
-        if ((await env.redis.exists(lock.key)) === 0) expiredAt ??= performance.now();
-        return toldAt !== undefined && expiredAt !== undefined;
-      }, 10_000, 5, 'the holder told and its key expired');
-      print(`${family.name}: network cut, holder told ${Math.round(expiredAt! - toldAt!)} ms before its key expired`);
-      expect(toldAt!).toBeLessThan(expiredAt!);
-    } finally {
-      proxy.mode = 'pass';
-      proxy.resetAll();
-      await proxy.close();
-    }
-  }, 30_000);
+    // The margin is the watchdog's drift, 1 % of the 3 s lease + 2 ms = 32 ms: the holder's deadline ends
+    // that much before Redis's TTL. A loop stalled across the deadline for about that long fires the
+    // renewal's timeout late, and the loss is told one timer turn after it; this test's poll, in the same
+    // process, can see the key gone within that turn (the clean-clone rehearsal of 2026-12-07, ioredis,
+    // once: told 0.26 ms after). A round that failed while the loop or Redis stalled past 25 ms is
+    // repeated, up to 3 rounds, on a fresh proxy, client and name.
+    await stallTolerant(async (_, slowReply) => {
+      const proxy: TcpProxy = await startProxy(env.server.host, env.server.port);
+      const stop = probeReplies(env.redis, slowReply);
+      try {
+        const user = await open(`redis://127.0.0.1:${proxy.port}`);
+        const client = lockClient(user.client, { lockWatchdogTimeout: 3000 });
+        let toldAt: number | undefined;
+        client.on('lockLost', () => (toldAt ??= performance.now()));
+        const lock = client.getLock(`faults:{${uniqueName()}}`);
+        await lock.acquire();
+        proxy.mode = 'blackhole';
+        let expiredAt: number | undefined;
+        await waitUntil(async () => {
+          if ((await env.redis.exists(lock.key)) === 0) expiredAt ??= performance.now();
+          return toldAt !== undefined && expiredAt !== undefined;
+        }, 10_000, 5, 'the holder told and its key expired');
+        print(`${family.name}: network cut, holder told ${Math.round(expiredAt! - toldAt!)} ms before its key expired`);
+        expect(toldAt!).toBeLessThan(expiredAt!);
+      } finally {
+        stop();
+        proxy.mode = 'pass';
+        proxy.resetAll();
+        await proxy.close();
+      }
+    }, 25);
+  }, 60_000);
 
   it('the user closes their client: a parked waiter rejects with ClientClosedError naming the client, and nothing is acquired on it', async () => {
     const { held, user, lock, waiting } = await heldAndWaited((waited) =>

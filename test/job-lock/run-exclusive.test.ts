@@ -44,14 +44,26 @@ async function schedule(clients: LockClient[], name: string, atLeastMs: number):
 describe('runExclusive', () => {
   it(`3 instances, a 1 s schedule skewed by 0/150/300 ms, ${SECONDS} s: with atLeastMs 800 each tick runs exactly once; with atLeastMs 0 ticks run again`, async () => {
     const clients = SKEWS_MS.map(() => lockClient(env.redis));
-    const once = await schedule(clients, uniqueName('job'), 800);
-    expect(once).toEqual(new Array<number>(SECONDS).fill(1));
+    // A tick is skipped when all three instances find the lock still held at least 800 ms after the last
+    // tick's run, i.e. when that run started 500 ms or more late: a stalled loop (the three instances share
+    // it) or Redis (the clean-clone rehearsal of 2026-12-07, whole suite on Node 24, once: [1,1,1,1,1,0]).
+    // A round that failed while the loop or Redis stalled past 300 ms is repeated, up to 3, on a fresh name.
+    const once = await stallTolerant(async (_, slowReply) => {
+      const stop = probeReplies(env.redis, slowReply);
+      try {
+        const runs = await schedule(clients, uniqueName('job'), 800);
+        expect(runs).toEqual(new Array<number>(SECONDS).fill(1));
+        return runs;
+      } finally {
+        stop();
+      }
+    }, 300);
     const again = await schedule(clients, uniqueName('job'), 0);
     const duplicated = again.filter((n) => n > 1).length;
     console.log(`scheduled jobs, ${SECONDS} ticks: atLeastMs 800 → runs per tick ${JSON.stringify(once)}; atLeastMs 0 → ${JSON.stringify(again)} (${duplicated} tick(s) run more than once)`);
     expect(again.every((n) => n >= 1)).toBe(true);
     expect(duplicated).toBeGreaterThan(SECONDS / 2);
-  }, 2 * SECONDS * PERIOD_MS + 30_000);
+  }, 4 * SECONDS * PERIOD_MS + 30_000);
 
   it('atMostMs is the lease while the job runs (no watchdog); an early finish leaves the TTL at the rest of atLeastMs, never longer', async () => {
     const client = lockClient(env.redis);
