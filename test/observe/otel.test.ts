@@ -20,8 +20,14 @@ beforeAll(() => {
 afterAll(() => sdk.close());
 afterEach(() => sdk.spanExporter.reset());
 
+/**
+ * A client whose watchdog renews every 500 ms (lockWatchdogTimeout 1500 ms). A hold is lost as
+ * `renewal-late`, by design, when a renewal is not answered by its local deadline: at 300 ms a stall of
+ * about 190 ms did it once in CI (Node 26, `lockLost` said `renewal-late` where the test deletes the key and
+ * expects `expired`); at 1500 ms it takes a stall of about 1 s, longer than any seen (675 ms).
+ */
 async function client(options: { recordNames?: boolean } = {}): Promise<LockClient> {
-  const made = lockClient(env.redis, { lockWatchdogTimeout: 300, otel: { meterProvider: sdk.meterProvider, tracerProvider: sdk.tracerProvider, ...options } });
+  const made = lockClient(env.redis, { lockWatchdogTimeout: 1500, otel: { meterProvider: sdk.meterProvider, tracerProvider: sdk.tracerProvider, ...options } });
   await observerReady(made);
   return made;
 }
