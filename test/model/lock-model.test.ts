@@ -24,6 +24,7 @@ import { createLockClient, IllegalMonitorStateError, WrongTypeError, type LockCl
 import { ACQUIRE, RENEW, UNLOCK } from '../../src/lock/scripts.js';
 import { useRedis } from '../support/harness.js';
 import { contextRunner, sleep, uniqueName } from '../support/helpers.js';
+import { assertToTheEnd } from '../support/model.js';
 import { startProxy, type TcpProxy } from '../support/tcp-proxy.js';
 
 const LEASE_MS = 600;
@@ -377,8 +378,9 @@ const REGRESSIONS: Array<[Step[]]> = [
 
 describe('RLock against its model', () => {
   it('keeps Redis, hold counts and beliefs as the model says, over random command sequences', async () => {
-    await fc.assert(
-      fc.asyncProperty(commands, async (cmds) => {
+    await assertToTheEnd(
+      commands,
+      async (cmds) => {
         const real = await setup();
         const model: Model = { lost: new Map(), fields: new Map() };
         try {
@@ -390,7 +392,7 @@ describe('RLock against its model', () => {
         } finally {
           await teardown(real);
         }
-      }),
+      },
       { examples: REGRESSIONS, seed: SEED, numRuns: RUNS, interruptAfterTimeLimit: TIME_LIMIT_MS, markInterruptAsFailure: false, verbose: 1 },
     );
   }, TIME_LIMIT_MS + 60_000);

@@ -251,9 +251,12 @@ const run: ModelRun<Model, Real> = {
     return { model: { holders: Array.from({ length: MEMBERS }, () => undefined), down: Array.from({ length: MEMBERS }, () => false) }, real };
   },
   async teardown(real) {
-    await Promise.all([...stopped].map((j) => servers[j]!.restart()));
-    stopped.clear();
-    await Promise.all(real.clients.map((c) => c.shutdown()));
+    try {
+      await Promise.all([...stopped].map((j) => servers[j]!.restart()));
+      stopped.clear();
+    } finally {
+      await Promise.all(real.clients.map((c) => c.shutdown())); // a failed restart must not leave them reconnecting
+    }
     await Promise.all(readers.map((c, j) => c.del(real.members[j]!.key)));
   },
 };
