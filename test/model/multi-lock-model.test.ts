@@ -91,7 +91,7 @@ class MultiAcquire extends Step {
     if (this.wait) {
       // Looked at once it waits for its busy member (that member's client subscribed to its channel), not
       // at a fixed time: a look 150 ms in once came while the first round, slowed by a loaded machine, still
-      // held member 0 before giving it back (CI). Or once the acquisition ended, if that came first.
+      // held member 0 before giving it back (a clean-clone rehearsal). Or once the acquisition ended, if first.
       let ended = false;
       void taking.then(() => (ended = true));
       await waitUntil(() => ended || r.clients.some((c) => c.stats().subscriptions > 0), 5000, 1, 'the multi-lock to wait for its busy member');

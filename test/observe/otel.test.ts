@@ -23,7 +23,7 @@ afterEach(() => sdk.spanExporter.reset());
 /**
  * A client whose watchdog renews every 500 ms (lockWatchdogTimeout 1500 ms). A hold is lost as
  * `renewal-late`, by design, when a renewal is not answered by its local deadline: at 300 ms a stall of
- * about 190 ms did it once in CI (Node 26, `lockLost` said `renewal-late` where the test deletes the key and
+ * about 200 ms did it once in a clean-clone rehearsal (Node 26, `lockLost` said `renewal-late` where the test deletes the key and
  * expects `expired`); at 1500 ms it takes a stall of about 1 s, longer than any seen (675 ms).
  */
 async function client(options: { recordNames?: boolean } = {}): Promise<LockClient> {

@@ -177,7 +177,7 @@ describe('SpinLock', () => {
     // attempts are those before the wait's last 10 ms; the pause before the tail is capped by the time
     // left, a fraction of a ms that Node's millisecond timers may cut short (setTimeout(1.5) fired after
     // 0.02 ms, measured), so the last ms or two may hold a few attempts: once 8 in all with the constant
-    // pacing (CI, Node 24). The tail is bounded by time, not by count.
+    // pacing (a clean-clone rehearsal, Node 24). The tail is bounded by time, not by count.
     const client = lockClient(env.redis);
     const name = uniqueName();
     const lock = client.getSpinLock(name);
