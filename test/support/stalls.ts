@@ -11,6 +11,7 @@
  * from the send (measured, 2026-12-07); a round reports such a reply through `slowReply`.
  */
 import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { setTimeout as delay } from 'node:timers/promises';
 
 /**
  * The longest stall, in ms, that a round may see and still have to pass: a hold of a 750 ms lease (renewed
@@ -65,10 +66,11 @@ export async function stallTolerant<T>(round: (n: number, slowReply: (ms: number
  * timer, and the pause it was in ends at once; a ping in flight is still answered.
  */
 export function probeReplies(redis: { ping(): Promise<unknown> }, slowReply: (ms: number) => void, everyMs = 20): () => void {
-  let stopped = false;
-  let pause: { timer: NodeJS.Timeout; resolve: () => void } | undefined;
+  // Stopping aborts the pause too: a test that counts this process's timers right after must not see it
+  // (a pause left running fired during the next test's count, once in CI; issue 28, "Flakes explained").
+  const stop = new AbortController();
   const loop = async (): Promise<void> => {
-    while (!stopped) {
+    while (!stop.signal.aborted) {
       const sentAt = performance.now();
       try {
         await redis.ping();
@@ -76,21 +78,9 @@ export function probeReplies(redis: { ping(): Promise<unknown> }, slowReply: (ms
         return;
       }
       slowReply(performance.now() - sentAt);
-      if (stopped) return;
-      await new Promise<void>((resolve) => {
-        pause = { timer: setTimeout(resolve, everyMs), resolve };
-      });
-      pause = undefined;
+      await delay(everyMs, undefined, { signal: stop.signal }).catch(() => {});
     }
   };
   void loop();
-  return () => {
-    stopped = true;
-    // Its pause timer goes with it: a test that counts this process's timers right after must not see it
-    // (a pause left running fired during the next test's count, once in CI; issue 28, "Flakes explained").
-    if (pause) {
-      clearTimeout(pause.timer);
-      pause.resolve();
-    }
-  };
+  return () => stop.abort();
 }
