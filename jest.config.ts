@@ -12,7 +12,7 @@ const addons = JSON.parse(process.env.RELOCK_NATIVE_ADDONS ?? '{}') as Record<st
 
 const config: Config = {
   ...createDefaultEsmPreset({ tsconfig: 'tsconfig.json', diagnostics: false }),
-  testEnvironment: 'node',
+  testEnvironment: '<rootDir>/test/support/environment.ts',
   roots: ['<rootDir>/test'],
   testMatch: ['**/*.test.ts'],
   moduleNameMapper: {
