@@ -101,6 +101,22 @@ export const EQUIVALENT: readonly Equivalent[] = [
     replacement: 'true',
     reason: 'passThrough always false: the call takes the measured path, recording into the no-op meter and tracer; same results and side effects, only slower',
   },
+  {
+    file: 'src/multi-lock/members.ts',
+    mutatorName: 'ConditionalExpression',
+    original: 'promises.length === 0',
+    line: 'if (promises.length === 0) return Promise.resolve(results);',
+    replacement: 'false',
+    reason: 'no caller passes an empty list: settleWithin is internal, and a multi-lock or RedLock has at least one member (refused otherwise when it is made) and a hold or handle at least one granted member',
+  },
+  {
+    file: 'src/redis/clients/node-redis.ts',
+    mutatorName: 'ConditionalExpression',
+    original: 'defaults[k] !== undefined',
+    line: 'const overrides = defaults !== undefined && Object.keys(COMMAND_OPTIONS).some((k) => defaults[k] !== undefined);',
+    replacement: 'true',
+    reason: "relock's command options passed although the client's defaults set none of them: node-redis merges them over its defaults, and every one is undefined, as the defaults already have it; only a per-call object is added",
+  },
 ];
 
 /** The entry of `EQUIVALENT` that `m`, replacing `original` on the source line `line` (trimmed), is, if any. */

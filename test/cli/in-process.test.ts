@@ -86,6 +86,7 @@ describe('relock inspect, in-process', () => {
     expect(lines.filter((line) => /^ {2}count\b/.test(line))).toEqual([]); // a latch's section only
     const json = JSON.parse(await ok('inspect', lock.name, '--json')) as Record<string, unknown>;
     expect(json).toMatchObject({ type: 'lock', exists: true, holders: [{ owner: first.owner, holds: 2 }], channels: [{ channel: lock.channel, subscribers: 0 }] });
+    expect(json).not.toHaveProperty('truncated'); // present only when a key had more entries than --limit (docs/cli.md)
     await first.release();
     await first.release();
   }));

@@ -26,6 +26,8 @@ describe('relock leaders / inspect on elections', () => {
     const d = json(described) as Record<string, any>;
     expect(d).toMatchObject({ type: 'leader-election', exists: true, leader: { identity: 'worker-7', term: String(leadership.term) }, term: String(leadership.term) });
     expect(d.leader.remainingMs).toBeGreaterThan(0);
+    // The leader's hold, its owner → hold count: the election's own fields (leader, term) are not holders.
+    expect(d.holders).toEqual([{ owner: expect.stringMatching(/^[^:]+:\d+$/), holds: 1 }]);
     const text = await runCli(['inspect', led, '--url', server.url]);
     expect(text.stdout).toMatch(/leader\s+worker-7, term 1, lease/);
     const idleDescribed = json(await runCli(['inspect', idle, '--json', '--url', server.url])) as Record<string, any>;

@@ -73,6 +73,10 @@ describe('relock command line', () => {
       [['inspect', 'x', '--url'], "option '--url <url>' argument missing"],
       [['inspect', 'x', '--json=1'], "option '--json' takes no value"],
       [['inspect', 'x', '--limit', 'lots'], 'option \'--limit <n>\' argument \'lots\' is invalid. expected a whole number >= 1, got "lots"'],
+      // Number() reads these as 5000, 16 and 5: digits only, as the message says.
+      [['inspect', 'x', '--limit', '5e3'], 'option \'--limit <n>\' argument \'5e3\' is invalid. expected a whole number >= 1, got "5e3"'],
+      [['inspect', 'x', '--limit', '0x10'], 'option \'--limit <n>\' argument \'0x10\' is invalid.'],
+      [['inspect', 'x', '--limit', '5.0'], 'option \'--limit <n>\' argument \'5.0\' is invalid.'],
       [['watch', 'x', '--count', '0'], "option '--count <n>' argument '0' is invalid."],
       [['inspect', 'x', '--type', 'foo'], "option '--type <type>' argument 'foo' is invalid. Allowed choices are lock, spin-lock, non-reentrant-lock, fenced-lock,"],
       [['list', '--type', 'lock,foo'], "option '--type <types>' argument 'lock,foo' is invalid. unknown type foo"],

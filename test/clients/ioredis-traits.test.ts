@@ -12,6 +12,7 @@ import { createLockClient, type LockClient } from '../../src/index.js';
 import { ioredis as ioredisAdapter, ioredisUrlConnection } from '../../src/redis/clients/ioredis.js';
 import type { Connection } from '../../src/redis/connection.js';
 import { useRedis } from '../support/harness.js';
+import { freePort } from '../support/redis.js';
 import { callsSince, commandCalls, uniqueName, waitUntil } from '../support/helpers.js';
 import { probeReplies, stallTolerant } from '../support/stalls.js';
 import { recordAcquisitions } from '../support/wakes.js';
@@ -164,6 +165,15 @@ describe.each(MAJORS)('ioredis $major traits', ({ Redis }) => {
     expect(await Promise.all([...atOnce, ...atConnect])).toEqual(['value', 'PONG', 1, 'value', 5]);
     expect(made!.status).toBe('ready');
     expect(errors).toEqual([]);
+  });
+
+  it("the connection relock opens for a `url` hands its errors to relock's sink as source 'command' (Redis unreachable; without a listener ioredis would only print them)", async () => {
+    const seen: Array<[unknown, string]> = [];
+    const connection = ioredisUrlConnection(Redis as never, `redis://127.0.0.1:${await freePort()}`, (error, source) => void seen.push([error, source]));
+    connections.push(connection);
+    connection.send('k', ['GET', 'k']).catch(() => undefined); // its outcome is not the subject: the error event is
+    await waitUntil(() => seen.length > 0, 2000, 5, "the connection's ECONNREFUSED in relock's sink");
+    expect(seen[0]).toEqual([expect.objectContaining({ code: 'ECONNREFUSED' }), 'command']);
   });
 
   it('a channel subscribed while relock\'s subscriber is in its handshake stays subscribed (issue 11: fair-lock waiters left unwoken)', async () => {

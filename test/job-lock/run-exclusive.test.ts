@@ -202,6 +202,7 @@ describe('runExclusive', () => {
       expect((error as InvalidArgumentError).argument).toBe(argument);
     }
     await expect(client.runExclusive(name, 'x' as never, { atMostMs: 10 })).rejects.toBeInstanceOf(InvalidArgumentError);
+    await expect(client.runExclusive(name, fn, { atMostMs: 1000, atLeastMs: 2000 })).rejects.toThrow('must be a whole number of milliseconds from 0 to atMostMs (1000); got 2000');
     expect(await env.redis.exists(name)).toBe(0);
   });
 });

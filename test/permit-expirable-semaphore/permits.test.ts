@@ -74,6 +74,7 @@ describe('RPermitExpirableSemaphore', () => {
     const error = await semaphore.release('no-such-permit').catch((e: unknown) => e);
     expect(error).toBeInstanceOf(PermitNotHeldError);
     expect((error as PermitNotHeldError).ids).toEqual(['no-such-permit']);
+    expect((error as PermitNotHeldError).code).toBe('PERMIT_NOT_HELD');
     expect((error as Error).message).toContain(semaphore.name);
 
     // The two refusals are one round trip each (two EVALSHAs, counted), against a bound of 100 ms: a round
