@@ -253,6 +253,31 @@ describe('relock watch, in-process', () => {
     }
   });
 
+  it('queues one read at most while a read is slow: the --interval ticks meanwhile are dropped, not run later in a burst', async () => {
+    const proxy = await startProxy('127.0.0.1', server.port);
+    try {
+      const lock = lockClient(redis).getLock(uniqueName('inproc-watch-slow'));
+      let reads = 0; // each read of the object is one EVALSHA of the snapshot script
+      proxy.onRequest = (request) => void (reads += request.toString('latin1').split('EVALSHA').length - 1);
+      const watching = start('watch', lock.name, '--interval', '10', '--url', `redis://127.0.0.1:${proxy.port}`);
+      await waitUntil(() => watching.output().includes('watching'), 10_000, 5, 'the first read');
+      proxy.latencyMs = 300; // a read now takes 600 ms: about 60 ticks of 10 ms come while it is out
+      const before = reads;
+      await waitUntil(() => reads > before, 2000, 1, 'a read sent through the slow link');
+      // Ticks come for 200 ms while the read is out (the bound below holds for any length; with the guard
+      // removed, every tick is a read of its own, about 20 here and 60 by the time the read returns).
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      process.emit('SIGINT', 'SIGINT'); // stops the ticks; what is queued still runs before the watch exits
+      proxy.latencyMs = 0;
+      const result = await watching.done;
+      expect({ code: result.code, stderr: result.stderr }).toEqual({ code: 0, stderr: '' });
+      // The slow read and the one poll queued behind it (each tick while one is queued is dropped).
+      expect(reads - before).toBeLessThanOrEqual(2);
+    } finally {
+      await proxy.close();
+    }
+  });
+
   it('follows a name that has no object yet, and prints the acquisition once a lock is taken there', async () => {
     const lock = lockClient(redis).getLock(uniqueName('inproc-watch'));
     const watching = start('watch', lock.name, '--count', '1', '--interval', '20', '--url', server.url);
